@@ -1,0 +1,70 @@
+package org.cudagraph4j;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.cudagraph4j.internal.CudartLoader;
+import org.cudagraph4j.internal.Devices;
+import org.cudagraph4j.internal.Memory;
+
+/**
+ * Entry point: versions, devices and pinned host memory.
+ *
+ * <p>The first call opens {@code libcudart.so.13} (see {@link CudartLoader} for where it looks);
+ * if it cannot be found, every method throws {@link CudaRuntimeNotFoundException}. On a machine
+ * with the runtime but no driver or GPU, {@link #deviceCount()} throws a {@link CudaException}
+ * naming {@code cudaErrorInsufficientDriver} or {@code cudaErrorNoDevice}.
+ *
+ * <p>Thread safety: all methods may be called from any thread.
+ */
+public final class Cuda {
+    private Cuda() {}
+
+    /** The runtime version as {@code 1000 * major + 10 * minor}, e.g. 13000 for CUDA 13.0. */
+    public static int runtimeVersion() {
+        return Devices.runtimeVersion();
+    }
+
+    /** The newest CUDA version the installed driver supports, in the same encoding; 0 with no driver. */
+    public static int driverVersion() {
+        return Devices.driverVersion();
+    }
+
+    /** The number of CUDA devices. */
+    public static int deviceCount() {
+        return Devices.count();
+    }
+
+    /**
+     * The device with the given ordinal.
+     *
+     * @throws IllegalArgumentException if there is no such device
+     */
+    public static CudaDevice device(int ordinal) {
+        int count = deviceCount();
+        if (ordinal < 0 || ordinal >= count) {
+            throw new IllegalArgumentException("no CUDA device " + ordinal + ": this machine has " + count);
+        }
+        return new CudaDevice(ordinal);
+    }
+
+    /** Every device, by ordinal. */
+    public static List<CudaDevice> devices() {
+        int count = deviceCount();
+        List<CudaDevice> devices = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            devices.add(new CudaDevice(i));
+        }
+        return List.copyOf(devices);
+    }
+
+    /**
+     * Allocates page-locked host memory, usable by every device. Copies between it and device
+     * memory can run asynchronously and at full bus speed.
+     */
+    public static PinnedBuffer allocatePinned(long byteSize) {
+        if (byteSize <= 0) {
+            throw new IllegalArgumentException("byteSize must be positive, got " + byteSize);
+        }
+        return new PinnedBuffer(Memory.mallocHost(byteSize), byteSize);
+    }
+}

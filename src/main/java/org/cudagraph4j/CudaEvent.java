@@ -1,0 +1,99 @@
+package org.cudagraph4j;
+
+import java.lang.foreign.MemorySegment;
+import org.cudagraph4j.cudart.cudart_h;
+import org.cudagraph4j.internal.Lifetime;
+import org.cudagraph4j.internal.Streams;
+
+/**
+ * A CUDA event: a marker recorded into a stream, to wait on or to time with.
+ *
+ * <p>Thread safety: safe to use from several threads; {@link #close()} must not race with other
+ * calls on the same event.
+ *
+ * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EVENT.html">Event management</a>
+ */
+public final class CudaEvent implements AutoCloseable {
+    /** Creation options; none gives a timing event that waits by spinning. */
+    public enum Option {
+        /** No timing data: cheaper to record and wait on, for pure synchronization. */
+        DISABLE_TIMING(cudart_h.cudaEventDisableTiming()),
+        /** {@link #synchronize()} blocks the thread instead of spinning. */
+        BLOCKING_SYNC(cudart_h.cudaEventBlockingSync());
+
+        private final int flag;
+
+        Option(int flag) {
+            this.flag = flag;
+        }
+
+        int flag() {
+            return flag;
+        }
+    }
+
+    private final CudaDevice device;
+    private final MemorySegment handle;
+    private final boolean timing;
+    private final Lifetime lifetime;
+
+    CudaEvent(CudaDevice device, MemorySegment handle, int flags) {
+        this.device = device;
+        this.handle = handle;
+        this.timing = (flags & Option.DISABLE_TIMING.flag()) == 0;
+        this.lifetime = new Lifetime("CudaEvent " + CudaStream.hex(handle), () -> Streams.destroyEvent(handle));
+    }
+
+    public CudaDevice device() {
+        return device;
+    }
+
+    /** Captures the work queued on {@code stream} so far; the event completes when that work does. */
+    public void record(CudaStream stream) {
+        Streams.record(handle(), stream.handle());
+    }
+
+    /** Blocks until the recorded work has completed. */
+    public void synchronize() {
+        Streams.synchronizeEvent(handle());
+    }
+
+    /** Whether the recorded work has completed, without blocking. */
+    public boolean isComplete() {
+        return Streams.isComplete(handle());
+    }
+
+    /**
+     * Milliseconds between {@code start} and this event, both recorded and completed; the
+     * resolution is about half a microsecond.
+     *
+     * @throws IllegalStateException if either event was created with {@link Option#DISABLE_TIMING}
+     */
+    public float elapsedMillisSince(CudaEvent start) {
+        if (!timing || !start.timing) {
+            throw new IllegalStateException("elapsed time needs two timing events; one was created with DISABLE_TIMING");
+        }
+        return Streams.elapsedMillis(start.handle(), handle());
+    }
+
+    /** The {@code cudaEvent_t}, for interop; valid until this event is closed. */
+    public MemorySegment handle() {
+        lifetime.ensureOpen();
+        return handle;
+    }
+
+    public boolean isOpen() {
+        return lifetime.isOpen();
+    }
+
+    /** Destroys the event. Idempotent. */
+    @Override
+    public void close() {
+        lifetime.close();
+    }
+
+    @Override
+    public String toString() {
+        return lifetime.toString();
+    }
+}

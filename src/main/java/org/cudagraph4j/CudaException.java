@@ -1,0 +1,65 @@
+package org.cudagraph4j;
+
+/**
+ * A CUDA runtime call returned an error status.
+ *
+ * <p>The message reads {@code function: cudaErrorName (code): explanation}, for example
+ * {@code cudaMalloc: cudaErrorMemoryAllocation (2): out of memory}. Subclasses add what a failure
+ * of a graph operation needs: the capture, instantiation or update that failed.
+ *
+ * <p>Misuse of the API (a closed handle, a wrong argument) is reported with
+ * {@link IllegalStateException} or {@link IllegalArgumentException} instead, before anything reaches
+ * the runtime.
+ */
+public class CudaException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    private final int code;
+    private final String function;
+    private final String cudaName;
+
+    /**
+     * Creates the exception for {@code function} returning {@code code}.
+     *
+     * @param function the runtime function that failed, e.g. {@code cudaMalloc}
+     * @param code the raw {@code cudaError_t}
+     * @param cudaName the runtime's name for the code ({@code cudaGetErrorName})
+     * @param explanation the runtime's explanation ({@code cudaGetErrorString})
+     * @param context what the library was doing, or {@code null}; appended to the message
+     */
+    public CudaException(String function, int code, String cudaName, String explanation, String context) {
+        super(function + ": " + cudaName + " (" + code + "): " + explanation
+                + (context == null ? "" : " [" + context + "]"));
+        this.code = code;
+        this.function = function;
+        this.cudaName = cudaName;
+    }
+
+    /** Copies {@code cause}'s status, for subclasses that refine it. */
+    protected CudaException(CudaException cause, String context) {
+        super(cause.getMessage() + (context == null ? "" : " [" + context + "]"), cause);
+        this.code = cause.code;
+        this.function = cause.function;
+        this.cudaName = cause.cudaName;
+    }
+
+    /** The error as an enum; {@link CudaError#UNRECOGNIZED} for codes newer than this library. */
+    public CudaError error() {
+        return CudaError.fromCode(code);
+    }
+
+    /** The raw {@code cudaError_t} value. */
+    public int code() {
+        return code;
+    }
+
+    /** The runtime function that returned the error, e.g. {@code cudaStreamSynchronize}. */
+    public String function() {
+        return function;
+    }
+
+    /** The runtime's name for the error, e.g. {@code cudaErrorNoDevice}. */
+    public String cudaName() {
+        return cudaName;
+    }
+}

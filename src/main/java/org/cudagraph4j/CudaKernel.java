@@ -1,0 +1,107 @@
+package org.cudagraph4j;
+
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import org.cudagraph4j.internal.Devices;
+import org.cudagraph4j.internal.Libraries;
+
+/**
+ * A kernel ({@code cudaKernel_t}) of a {@link CudaLibrary}. It knows its library and symbol name,
+ * which is what a portable graph would record instead of a function pointer.
+ *
+ * <p>Launch arguments are checked against {@link #parameters()} before anything reaches the GPU:
+ * a wrong count or size throws {@link IllegalArgumentException} naming the kernel and parameter.
+ *
+ * <p>Thread safety: immutable and safe to share; launches from several threads are fine.
+ */
+public final class CudaKernel {
+    private final CudaLibrary library;
+    private final MemorySegment handle;
+    private final String symbol;
+    private volatile String name;
+    private volatile List<KernelParameter> parameters;
+
+    CudaKernel(CudaLibrary library, MemorySegment handle, String symbol) {
+        this.library = library;
+        this.handle = handle;
+        this.symbol = symbol;
+    }
+
+    public CudaLibrary library() {
+        return library;
+    }
+
+    /** The name the kernel was looked up by. */
+    public String symbol() {
+        return symbol;
+    }
+
+    /** The compiled name, from {@code cudaFuncGetName} (mangled for C++ kernels). */
+    public String name() {
+        String result = name;
+        if (result == null) {
+            result = Libraries.name(handle());
+            name = result;
+        }
+        return result;
+    }
+
+    /** Offsets and sizes of the parameters, from {@code cudaFuncGetParamInfo}. */
+    public List<KernelParameter> parameters() {
+        List<KernelParameter> result = parameters;
+        if (result == null) {
+            result = Libraries.parameters(handle());
+            parameters = result;
+        }
+        return result;
+    }
+
+    /**
+     * Allows launches of up to {@code bytes} of dynamic shared memory on {@code device}; needed above
+     * 48 KiB.
+     */
+    public void setMaxDynamicSharedMemory(CudaDevice device, int bytes) {
+        Devices.use(device.ordinal());
+        Libraries.setAttribute(handle(), Libraries.maxDynamicSharedMemoryAttribute(), bytes,
+                "kernel " + symbol + ", " + bytes + " bytes of dynamic shared memory");
+    }
+
+    /** Checks and stores arguments for repeated launches. */
+    public KernelArguments arguments(Object... arguments) {
+        return new KernelArguments(this, arguments);
+    }
+
+    /** Launches with arguments prepared by {@link #arguments}; allocates nothing. */
+    public void launch(LaunchConfig config, KernelArguments arguments) {
+        if (arguments.kernel() != this) {
+            throw new IllegalArgumentException("arguments were prepared for kernel " + arguments.kernel().symbol()
+                    + ", not " + symbol);
+        }
+        Dim3 grid = config.grid();
+        Dim3 block = config.block();
+        Libraries.launch(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
+                config.sharedMemBytes(), arguments.pointers(), config.stream().handle(), symbol);
+    }
+
+    /** Checks the arguments and launches once. */
+    public void launch(LaunchConfig config, Object... arguments) {
+        try (KernelArguments prepared = arguments(arguments)) {
+            launch(config, prepared);
+        }
+    }
+
+    /**
+     * The {@code cudaKernel_t}, for interop; valid while the library is open.
+     *
+     * @throws IllegalStateException if the library is closed
+     */
+    public MemorySegment handle() {
+        library.lifetime().ensureOpen();
+        return handle;
+    }
+
+    @Override
+    public String toString() {
+        return "CudaKernel " + symbol + " in " + library.source();
+    }
+}

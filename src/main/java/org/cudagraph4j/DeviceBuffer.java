@@ -1,0 +1,319 @@
+package org.cudagraph4j;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+import org.cudagraph4j.internal.Devices;
+import org.cudagraph4j.internal.Lifetime;
+import org.cudagraph4j.internal.Memory;
+
+/**
+ * A typed array in device memory: an allocation from {@link CudaDevice#allocate}, or a
+ * {@link #slice} of one.
+ *
+ * <p>Copies to and from Java arrays and heap segments go through a bounded native staging buffer;
+ * copies to and from native segments go straight to the runtime. Synchronous copies return when
+ * the data has arrived. The {@code Async} forms are ordered on a stream and return at once: the
+ * host segment must stay valid until the stream reaches the copy, and only pinned memory
+ * ({@link PinnedBuffer}) makes them truly asynchronous.
+ *
+ * <p>A slice shares its allocation: closing a slice does nothing, and a slice becomes unusable
+ * when its allocation's owner is closed. Each buffer knows its allocation ({@link #allocation()})
+ * and offset, which is what a graph retains and what a portable graph file would name.
+ *
+ * <p>Thread safety: safe to use from several threads as long as their accesses do not overlap in
+ * a way that races on the device; {@link #close()} must not race with other calls on the buffer.
+ */
+public final class DeviceBuffer implements AutoCloseable {
+    private static final long STAGING_BYTES = 8L << 20;
+
+    private final CudaDevice device;
+    private final DeviceBuffer allocation;
+    private final long address;
+    private final ElementType type;
+    private final long length;
+    private final Lifetime lifetime;
+
+    private DeviceBuffer(CudaDevice device, DeviceBuffer allocation, long address, ElementType type, long length,
+            Lifetime lifetime) {
+        this.device = device;
+        this.allocation = allocation == null ? this : allocation;
+        this.address = address;
+        this.type = type;
+        this.length = length;
+        this.lifetime = lifetime;
+    }
+
+    static DeviceBuffer own(CudaDevice device, long address, ElementType type, long length) {
+        Lifetime lifetime = new Lifetime(String.format("DeviceBuffer 0x%X (%d x %s) on device %d", address, length,
+                type, device.ordinal()), () -> Memory.free(address));
+        return new DeviceBuffer(device, null, address, type, length, lifetime);
+    }
+
+    public CudaDevice device() {
+        return device;
+    }
+
+    public ElementType elementType() {
+        return type;
+    }
+
+    /** Number of elements. */
+    public long length() {
+        return length;
+    }
+
+    public long byteSize() {
+        return length * type.byteSize();
+    }
+
+    /** The allocation this buffer lies in: itself, unless it is a slice. */
+    public DeviceBuffer allocation() {
+        return allocation;
+    }
+
+    /** Offset in bytes from the start of {@link #allocation()}. */
+    public long byteOffset() {
+        return address - allocation.address;
+    }
+
+    /** Whether this buffer owns its allocation (it is not a slice). */
+    public boolean isAllocation() {
+        return allocation == this;
+    }
+
+    /**
+     * A view of {@code length} elements starting at element {@code offset}. It does not own memory.
+     *
+     * @throws IndexOutOfBoundsException if the range is not inside this buffer
+     */
+    public DeviceBuffer slice(long offset, long length) {
+        ensureOpen();
+        Objects.checkFromIndexSize(offset, length, this.length);
+        if (length == 0) {
+            throw new IllegalArgumentException("a slice needs at least one element");
+        }
+        return new DeviceBuffer(device, allocation, address + offset * type.byteSize(), type, length,
+                allocation.lifetime);
+    }
+
+    /**
+     * The device address as a segment of size zero, for interop; it cannot be dereferenced on
+     * the host.
+     */
+    public MemorySegment handle() {
+        return MemorySegment.ofAddress(address());
+    }
+
+    /** The device address; used as a kernel argument. */
+    public long address() {
+        ensureOpen();
+        return address;
+    }
+
+    public boolean isOpen() {
+        return lifetime.isOpen();
+    }
+
+    // Copies from and to Java arrays.
+
+    public void copyFrom(float[] source) {
+        copyFrom(MemorySegment.ofArray(source), ElementType.FLOAT32, source.length);
+    }
+
+    public void copyFrom(double[] source) {
+        copyFrom(MemorySegment.ofArray(source), ElementType.FLOAT64, source.length);
+    }
+
+    public void copyFrom(int[] source) {
+        copyFrom(MemorySegment.ofArray(source), ElementType.INT32, source.length);
+    }
+
+    public void copyFrom(long[] source) {
+        copyFrom(MemorySegment.ofArray(source), ElementType.INT64, source.length);
+    }
+
+    public void copyFrom(byte[] source) {
+        copyFrom(MemorySegment.ofArray(source), ElementType.INT8, source.length);
+    }
+
+    public void copyTo(float[] destination) {
+        copyTo(MemorySegment.ofArray(destination), ElementType.FLOAT32, destination.length);
+    }
+
+    public void copyTo(double[] destination) {
+        copyTo(MemorySegment.ofArray(destination), ElementType.FLOAT64, destination.length);
+    }
+
+    public void copyTo(int[] destination) {
+        copyTo(MemorySegment.ofArray(destination), ElementType.INT32, destination.length);
+    }
+
+    public void copyTo(long[] destination) {
+        copyTo(MemorySegment.ofArray(destination), ElementType.INT64, destination.length);
+    }
+
+    public void copyTo(byte[] destination) {
+        copyTo(MemorySegment.ofArray(destination), ElementType.INT8, destination.length);
+    }
+
+    /** A float array holding this buffer's contents. */
+    public float[] toFloatArray() {
+        checkType(ElementType.FLOAT32);
+        float[] result = new float[Math.toIntExact(length)];
+        copyTo(result);
+        return result;
+    }
+
+    // Copies from and to segments.
+
+    /** Copies {@link #byteSize()} bytes from {@code source}, which must have exactly that size. */
+    public void copyFrom(MemorySegment source) {
+        checkSize(source);
+        if (source.isNative()) {
+            Memory.copy(address(), source.address(), byteSize());
+        } else {
+            stage(source, true);
+        }
+    }
+
+    /** Copies {@link #byteSize()} bytes to {@code destination}, which must have exactly that size. */
+    public void copyTo(MemorySegment destination) {
+        checkSize(destination);
+        if (destination.isNative()) {
+            Memory.copy(destination.address(), address(), byteSize());
+        } else {
+            stage(destination, false);
+        }
+    }
+
+    /** Queues a copy from native host memory; {@code source} must stay valid until it runs. */
+    public void copyFromAsync(MemorySegment source, CudaStream stream) {
+        checkSize(source);
+        checkNative(source);
+        Memory.copyAsync(address(), source.address(), byteSize(), stream.handle());
+    }
+
+    /** Queues a copy to native host memory; read it only after the stream has reached the copy. */
+    public void copyToAsync(MemorySegment destination, CudaStream stream) {
+        checkSize(destination);
+        checkNative(destination);
+        Memory.copyAsync(destination.address(), address(), byteSize(), stream.handle());
+    }
+
+    // Device to device.
+
+    /** Copies all of {@code source}, which must have this buffer's type and length. */
+    public void copyFrom(DeviceBuffer source) {
+        checkSame(source);
+        Memory.copy(address(), source.address(), byteSize());
+    }
+
+    public void copyFromAsync(DeviceBuffer source, CudaStream stream) {
+        checkSame(source);
+        Memory.copyAsync(address(), source.address(), byteSize(), stream.handle());
+    }
+
+    /** Sets every byte to {@code byteValue} (its low 8 bits). 0xFF in every byte of a float is NaN. */
+    public void memset(int byteValue) {
+        ensureOpen();
+        Devices.use(device.ordinal());
+        Memory.set(address, byteValue, byteSize());
+    }
+
+    public void memsetAsync(int byteValue, CudaStream stream) {
+        Memory.setAsync(address(), byteValue, byteSize(), stream.handle());
+    }
+
+    /** Frees the allocation; on a slice this does nothing. Idempotent. */
+    @Override
+    public void close() {
+        if (isAllocation()) {
+            lifetime.close();
+        }
+    }
+
+    /** The lifetime of the allocation, for what must keep it alive (graphs). */
+    Lifetime lifetime() {
+        return lifetime;
+    }
+
+    @Override
+    public String toString() {
+        return isAllocation() ? lifetime.toString()
+                : String.format("slice [%d, %d) of %s", byteOffset() / type.byteSize(),
+                        byteOffset() / type.byteSize() + length, lifetime);
+    }
+
+    private void ensureOpen() {
+        lifetime.ensureOpen();
+    }
+
+    private void copyFrom(MemorySegment array, ElementType arrayType, int arrayLength) {
+        checkType(arrayType);
+        checkLength(arrayLength);
+        stage(array, true);
+    }
+
+    private void copyTo(MemorySegment array, ElementType arrayType, int arrayLength) {
+        checkType(arrayType);
+        checkLength(arrayLength);
+        stage(array, false);
+    }
+
+    /** Copies through a native staging buffer of at most {@link #STAGING_BYTES}. */
+    private void stage(MemorySegment heap, boolean toDevice) {
+        long total = byteSize();
+        long device = address();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment staging = arena.allocate(Math.min(total, STAGING_BYTES), 16);
+            for (long done = 0; done < total; done += staging.byteSize()) {
+                long chunk = Math.min(staging.byteSize(), total - done);
+                if (toDevice) {
+                    MemorySegment.copy(heap, done, staging, 0, chunk);
+                    Memory.copy(device + done, staging.address(), chunk);
+                } else {
+                    Memory.copy(staging.address(), device + done, chunk);
+                    MemorySegment.copy(staging, 0, heap, done, chunk);
+                }
+            }
+        }
+    }
+
+    private void checkType(ElementType expected) {
+        if (type != expected) {
+            throw new IllegalArgumentException("buffer holds " + type + ", not " + expected);
+        }
+    }
+
+    private void checkLength(long arrayLength) {
+        if (arrayLength != length) {
+            throw new IllegalArgumentException("buffer has " + length + " elements but the array has " + arrayLength
+                    + "; copy through a slice for part of a buffer");
+        }
+    }
+
+    private void checkSize(MemorySegment segment) {
+        if (!segment.scope().isAlive()) {
+            throw new IllegalStateException("the host segment's arena is closed");
+        }
+        if (segment.byteSize() != byteSize()) {
+            throw new IllegalArgumentException("buffer has " + byteSize() + " bytes but the segment has "
+                    + segment.byteSize());
+        }
+    }
+
+    private static void checkNative(MemorySegment segment) {
+        if (!segment.isNative()) {
+            throw new IllegalArgumentException("an asynchronous copy needs a native segment (ideally a PinnedBuffer), "
+                    + "not a heap segment");
+        }
+    }
+
+    private void checkSame(DeviceBuffer source) {
+        if (source.type != type || source.length != length) {
+            throw new IllegalArgumentException("source is " + source.length + " x " + source.type + " but this buffer is "
+                    + length + " x " + type);
+        }
+    }
+}

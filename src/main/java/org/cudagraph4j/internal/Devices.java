@@ -1,0 +1,116 @@
+package org.cudagraph4j.internal;
+
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.cudagraph4j.cudart.cudart_h.*;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import org.cudagraph4j.DeviceProperties;
+import org.cudagraph4j.cudart.cudaDeviceProp;
+
+/** Device and version queries. The current device is per OS thread, as in the runtime. */
+public final class Devices {
+    private Devices() {}
+
+    public static int count() {
+        CudartLoader.ensureLoaded();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment count = arena.allocate(JAVA_INT);
+            Status.check(cudaGetDeviceCount(count), "cudaGetDeviceCount");
+            return count.get(JAVA_INT, 0);
+        }
+    }
+
+    /** Makes {@code ordinal} current on the calling OS thread. */
+    public static void use(int ordinal) {
+        CudartLoader.ensureLoaded();
+        Status.check(cudaSetDevice(ordinal), "cudaSetDevice", "device " + ordinal);
+    }
+
+    public static int current() {
+        CudartLoader.ensureLoaded();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment device = arena.allocate(JAVA_INT);
+            Status.check(cudaGetDevice(device), "cudaGetDevice");
+            return device.get(JAVA_INT, 0);
+        }
+    }
+
+    public static int runtimeVersion() {
+        CudartLoader.ensureLoaded();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment version = arena.allocate(JAVA_INT);
+            Status.check(cudaRuntimeGetVersion(version), "cudaRuntimeGetVersion");
+            return version.get(JAVA_INT, 0);
+        }
+    }
+
+    /** The newest runtime the installed driver supports; 0 when no driver is installed. */
+    public static int driverVersion() {
+        CudartLoader.ensureLoaded();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment version = arena.allocate(JAVA_INT);
+            Status.check(cudaDriverGetVersion(version), "cudaDriverGetVersion");
+            return version.get(JAVA_INT, 0);
+        }
+    }
+
+    public static DeviceProperties properties(int ordinal) {
+        CudartLoader.ensureLoaded();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment prop = cudaDeviceProp.allocate(arena);
+            Status.check(cudaGetDeviceProperties(prop, ordinal), "cudaGetDeviceProperties", "device " + ordinal);
+            return new DeviceProperties(
+                    cudaDeviceProp.name(prop).getString(0),
+                    cudaDeviceProp.major(prop),
+                    cudaDeviceProp.minor(prop),
+                    cudaDeviceProp.multiProcessorCount(prop),
+                    cudaDeviceProp.totalGlobalMem(prop),
+                    cudaDeviceProp.sharedMemPerBlockOptin(prop),
+                    cudaDeviceProp.l2CacheSize(prop),
+                    cudaDeviceProp.maxThreadsPerBlock(prop),
+                    cudaDeviceProp.warpSize(prop));
+        }
+    }
+
+    /** {@code cudaDeviceGetAttribute}; {@code attribute} is a {@code cudaDeviceAttr} value. */
+    public static int attribute(int attribute, int ordinal) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment value = arena.allocate(JAVA_INT);
+            Status.check(cudaDeviceGetAttribute(value, attribute, ordinal), "cudaDeviceGetAttribute",
+                    "device " + ordinal);
+            return value.get(JAVA_INT, 0);
+        }
+    }
+
+    /** Blocks until all work on the current device is done. */
+    public static void synchronize() {
+        Status.check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    }
+
+    /** Free and total bytes on the current device. */
+    public static long[] memoryInfo() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment free = arena.allocate(JAVA_LONG);
+            MemorySegment total = arena.allocate(JAVA_LONG);
+            Status.check(cudaMemGetInfo(free, total), "cudaMemGetInfo");
+            return new long[] {free.get(JAVA_LONG, 0), total.get(JAVA_LONG, 0)};
+        }
+    }
+
+    /** {least, greatest} stream priority on the current device; greater priority is a lower number. */
+    public static int[] streamPriorityRange() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment least = arena.allocate(JAVA_INT);
+            MemorySegment greatest = arena.allocate(JAVA_INT);
+            Status.check(cudaDeviceGetStreamPriorityRange(least, greatest), "cudaDeviceGetStreamPriorityRange");
+            return new int[] {least.get(JAVA_INT, 0), greatest.get(JAVA_INT, 0)};
+        }
+    }
+
+    /** Reads and clears the calling thread's last launch error. */
+    public static void checkLastError(String context) {
+        Status.check(cudaGetLastError(), "cudaGetLastError", context);
+    }
+}

@@ -1,0 +1,124 @@
+package org.cudagraph4j.internal;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.cudagraph4j.cudart.cudart_h.*;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import org.cudagraph4j.KernelParameter;
+import org.cudagraph4j.cudart.dim3;
+
+/** Context-independent libraries ({@code cudaLibrary_t}), their kernels, and kernel launches. */
+public final class Libraries {
+    /** {@code cudaErrorInvalidValue}: what {@code cudaFuncGetParamInfo} returns past the last parameter. */
+    private static final int INVALID_VALUE = 1;
+
+    private Libraries() {}
+
+    /** Loads a cubin, fatbin or NUL-terminated PTX image. */
+    public static MemorySegment load(MemorySegment image, String description) {
+        CudartLoader.ensureLoaded();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment library = arena.allocate(ADDRESS);
+            Status.check(cudaLibraryLoadData(library, image, MemorySegment.NULL, MemorySegment.NULL, 0,
+                    MemorySegment.NULL, MemorySegment.NULL, 0), "cudaLibraryLoadData", description);
+            return library.get(ADDRESS, 0);
+        }
+    }
+
+    public static void unload(MemorySegment library) {
+        Status.check(cudaLibraryUnload(library), "cudaLibraryUnload");
+    }
+
+    public static MemorySegment kernel(MemorySegment library, String name) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment kernel = arena.allocate(ADDRESS);
+            Status.check(cudaLibraryGetKernel(kernel, library, arena.allocateFrom(name)), "cudaLibraryGetKernel",
+                    "kernel " + name);
+            return kernel.get(ADDRESS, 0);
+        }
+    }
+
+    public static List<MemorySegment> kernels(MemorySegment library) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment count = arena.allocate(JAVA_INT);
+            Status.check(cudaLibraryGetKernelCount(count, library), "cudaLibraryGetKernelCount");
+            int n = count.get(JAVA_INT, 0);
+            MemorySegment kernels = arena.allocate(ADDRESS, Math.max(n, 1));
+            Status.check(cudaLibraryEnumerateKernels(kernels, n, library), "cudaLibraryEnumerateKernels");
+            List<MemorySegment> result = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                result.add(kernels.getAtIndex(ADDRESS, i));
+            }
+            return result;
+        }
+    }
+
+    /** {@code cudaFuncGetName}: the symbol as compiled (mangled for C++ kernels). */
+    public static String name(MemorySegment function) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment name = arena.allocate(ADDRESS);
+            Status.check(cudaFuncGetName(name, function), "cudaFuncGetName");
+            return Status.cString(name.get(ADDRESS, 0));
+        }
+    }
+
+    /** Every parameter's offset and size, from {@code cudaFuncGetParamInfo}. */
+    public static List<KernelParameter> parameters(MemorySegment function) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment offset = arena.allocate(JAVA_LONG);
+            MemorySegment size = arena.allocate(JAVA_LONG);
+            List<KernelParameter> parameters = new ArrayList<>();
+            for (int index = 0; ; index++) {
+                int status = cudaFuncGetParamInfo(function, index, offset, size);
+                if (status == INVALID_VALUE) {
+                    // Past the last parameter; clear the error so it does not linger as the last error.
+                    cudaGetLastError();
+                    return List.copyOf(parameters);
+                }
+                Status.check(status, "cudaFuncGetParamInfo");
+                parameters.add(new KernelParameter(index, offset.get(JAVA_LONG, 0), size.get(JAVA_LONG, 0)));
+            }
+        }
+    }
+
+    /** Sets a {@code cudaFuncAttribute} for the current device. */
+    public static void setAttribute(MemorySegment function, int attribute, int value, String context) {
+        Status.check(cudaFuncSetAttribute(function, attribute, value), "cudaFuncSetAttribute", context);
+    }
+
+    public static int maxDynamicSharedMemoryAttribute() {
+        return cudaFuncAttributeMaxDynamicSharedMemorySize();
+    }
+
+    /**
+     * Per-thread {@code dim3} pair for launches, so the hot path allocates nothing. An automatic
+     * arena lets the collector free it with its (possibly virtual) thread.
+     */
+    private static final ThreadLocal<MemorySegment[]> DIMS = ThreadLocal.withInitial(() -> {
+        Arena arena = Arena.ofAuto();
+        return new MemorySegment[] {dim3.allocate(arena), dim3.allocate(arena)};
+    });
+
+    /** {@code cudaLaunchKernel}; {@code arguments} is the {@code void*[]} of parameter addresses. */
+    public static void launch(MemorySegment function, int gridX, int gridY, int gridZ, int blockX, int blockY,
+            int blockZ, int sharedMemBytes, MemorySegment arguments, MemorySegment stream, String kernelName) {
+        MemorySegment[] dims = DIMS.get();
+        MemorySegment grid = dims[0];
+        MemorySegment block = dims[1];
+        dim3.x(grid, gridX);
+        dim3.y(grid, gridY);
+        dim3.z(grid, gridZ);
+        dim3.x(block, blockX);
+        dim3.y(block, blockY);
+        dim3.z(block, blockZ);
+        int status = cudaLaunchKernel(function, grid, block, arguments, sharedMemBytes, stream);
+        if (status != Status.SUCCESS) {
+            throw Status.error(status, "cudaLaunchKernel", "kernel " + kernelName);
+        }
+    }
+}

@@ -1,0 +1,58 @@
+package org.cudagraph4j.internal;
+
+import static org.cudagraph4j.cudart.cudart_h.cudaGetErrorName;
+import static org.cudagraph4j.cudart.cudart_h.cudaGetErrorString;
+import static org.cudagraph4j.cudart.cudart_h.cudaGetLastError;
+
+import java.lang.foreign.MemorySegment;
+import org.cudagraph4j.CudaException;
+
+/** Turns {@code cudaError_t} results into {@link CudaException}s. */
+public final class Status {
+    public static final int SUCCESS = 0;
+
+    private Status() {}
+
+    /** Throws unless {@code status} is {@code cudaSuccess}. */
+    public static void check(int status, String function) {
+        if (status != SUCCESS) {
+            throw error(status, function, null);
+        }
+    }
+
+    /** Throws unless {@code status} is {@code cudaSuccess}, naming what the library was doing. */
+    public static void check(int status, String function, String context) {
+        if (status != SUCCESS) {
+            throw error(status, function, context);
+        }
+    }
+
+    /**
+     * The exception for a failed call. It also clears the runtime's last-error slot, so a later
+     * {@code cudaGetLastError} after a launch does not report this failure a second time.
+     */
+    public static CudaException error(int status, String function, String context) {
+        cudaGetLastError();
+        return new CudaException(function, status, name(status), explanation(status), context);
+    }
+
+    /** The runtime's name for a code, e.g. {@code cudaErrorNoDevice}. */
+    public static String name(int status) {
+        return text(cudaGetErrorName(status), "unrecognized error code");
+    }
+
+    /** The runtime's explanation of a code. */
+    public static String explanation(int status) {
+        return text(cudaGetErrorString(status), "no explanation available");
+    }
+
+    /** A NUL-terminated string the runtime owns, such as an error name or a kernel name. */
+    @SuppressWarnings("restricted") // the runtime guarantees NUL termination
+    public static String cString(MemorySegment pointer) {
+        return pointer.reinterpret(Long.MAX_VALUE).getString(0);
+    }
+
+    private static String text(MemorySegment pointer, String fallback) {
+        return pointer.equals(MemorySegment.NULL) ? fallback : cString(pointer);
+    }
+}

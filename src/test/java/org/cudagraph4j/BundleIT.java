@@ -1,0 +1,73 @@
+package org.cudagraph4j;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Checks the GPU bundle that {@code mvn -Pgpu-bundle verify} builds: its contents, its size, and
+ * that its own runtime runs the CPU tests through {@code bin/run-tests}. Tagged {@code build}: it
+ * needs the build tree, so the bundle itself leaves it out.
+ */
+@Tag("build")
+class BundleIT {
+    private static final long MAX_BYTES = 40L << 20;
+
+    private final Path tarball = Path.of(System.getProperty("bundle.tarball", "target/cudagraph4j-gpu-bundle.tar.gz"));
+    private final Path bundle = Path.of(System.getProperty("bundle.dir", "target/gpu-bundle/cudagraph4j-gpu-bundle"));
+
+    @Test
+    void tarballIsUnderTheSizeLimit() throws IOException {
+        long size = Files.size(tarball);
+        assertTrue(size < MAX_BYTES, tarball + " is " + (size >> 20) + " MiB; the limit is 40 MiB");
+    }
+
+    @Test
+    void containsRuntimeLibraryTestsLauncherAndScripts() throws Exception {
+        List<String> entries = run(List.of("tar", "-tzf", tarball.toString()));
+
+        for (String expected : List.of("cudagraph4j-gpu-bundle/runtime/bin/java",
+                "cudagraph4j-gpu-bundle/bin/run-tests")) {
+            assertTrue(entries.contains(expected), "missing " + expected);
+        }
+        for (String jar : List.of("lib/cudagraph4j-", "lib/junit-platform-console-standalone-")) {
+            assertTrue(entries.stream().anyMatch(e -> e.startsWith("cudagraph4j-gpu-bundle/" + jar)), "missing " + jar);
+        }
+        assertTrue(entries.stream().anyMatch(e -> e.endsWith("-tests.jar")), "missing the tests jar");
+        assertTrue(Files.isExecutable(bundle.resolve("bin/run-tests")));
+    }
+
+    @Test
+    void runtimeHasOnlyTheModulesItNeeds() throws Exception {
+        List<String> modules = run(List.of(bundle.resolve("runtime/bin/java").toString(), "--list-modules"));
+
+        List<String> names = modules.stream().map(m -> m.split("@")[0]).sorted().toList();
+        assertEquals(List.of("java.base", "java.logging", "java.management", "java.scripting", "java.xml",
+                "jdk.management", "jdk.unsupported", "jdk.zipfs"), names);
+    }
+
+    @Test
+    void runTestsRunsTheSuiteOnTheBundledRuntime() throws Exception {
+        List<String> output = run(List.of(bundle.resolve("bin/run-tests").toString(), "--exclude-tag", "gpu",
+                "--details=summary"));
+
+        assertTrue(output.stream().anyMatch(l -> l.matches(".*\\b0 tests failed.*")), String.join("\n", output));
+        assertTrue(output.stream().anyMatch(l -> l.matches(".*\\b[1-9]\\d* tests successful.*")),
+                String.join("\n", output));
+    }
+
+    private static List<String> run(List<String> command) throws Exception {
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        List<String> lines = new String(process.getInputStream().readAllBytes()).lines().toList();
+        assertTrue(process.waitFor(5, TimeUnit.MINUTES), "timed out: " + command);
+        assertEquals(0, process.exitValue(), command + " failed:\n" + String.join("\n", lines));
+        return lines;
+    }
+}

@@ -1,0 +1,35 @@
+package org.cudagraph4j;
+
+import java.util.SplittableRandom;
+
+/** Fresh random inputs for gpu tests: never zeros, different on every run. */
+public final class TestData {
+    private static final SplittableRandom SEEDS = new SplittableRandom();
+
+    private TestData() {}
+
+    /** Uniform in [-1, 1). The seed is printed on failure through {@link #seedDescription}. */
+    public static float[] randomFloats(int length, long seed) {
+        SplittableRandom random = new SplittableRandom(seed);
+        float[] values = new float[length];
+        for (int i = 0; i < length; i++) {
+            values[i] = (float) (random.nextDouble() * 2 - 1);
+        }
+        return values;
+    }
+
+    public static long newSeed() {
+        return SEEDS.nextLong();
+    }
+
+    public static String seedDescription(long seed) {
+        return "seed " + seed;
+    }
+
+    /** A float array full of NaN, to poison outputs before a run. */
+    public static float[] nans(int length) {
+        float[] values = new float[length];
+        java.util.Arrays.fill(values, Float.NaN);
+        return values;
+    }
+}

@@ -1,0 +1,67 @@
+package org.cudagraph4j.internal;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.cudagraph4j.CudaRuntimeNotFoundException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class CudartLoaderTest {
+    @Test
+    void searchOrderIsPropertyThenCudaHomeThenCudaPathThenSonameThenDefaultInstall(@TempDir Path dir) {
+        Map<String, String> properties = Map.of(CudartLoader.PATH_PROPERTY, dir.toString());
+        Map<String, String> env = Map.of("CUDA_HOME", "/opt/cuda-home", "CUDA_PATH", "/opt/cuda-path");
+
+        List<CudartLoader.Candidate> candidates = CudartLoader.candidates(properties::get, env::get);
+
+        assertEquals(List.of(
+                dir.resolve("libcudart.so.13").toString(),
+                "/opt/cuda-home/lib64/libcudart.so.13",
+                "/opt/cuda-path/lib64/libcudart.so.13",
+                "libcudart.so.13",
+                "/usr/local/cuda/lib64/libcudart.so.13"),
+                candidates.stream().map(CudartLoader.Candidate::target).toList());
+    }
+
+    @Test
+    void propertyNamingAFileIsUsedAsIs() {
+        Map<String, String> properties = Map.of(CudartLoader.PATH_PROPERTY, "/custom/libcudart.so.13.0.48");
+
+        List<CudartLoader.Candidate> candidates = CudartLoader.candidates(properties::get, name -> null);
+
+        assertEquals("/custom/libcudart.so.13.0.48", candidates.get(0).target());
+        assertEquals(3, candidates.size(), "property, soname, default install");
+    }
+
+    @Test
+    void failureListsEveryPlaceTriedAndHowToFixIt() {
+        List<CudartLoader.Candidate> candidates = List.of(
+                new CudartLoader.Candidate("-D" + CudartLoader.PATH_PROPERTY, "/nonexistent/libcudart.so.13"),
+                new CudartLoader.Candidate("dynamic loader", "libm.so.6"),
+                new CudartLoader.Candidate("dynamic loader", "libcudart-does-not-exist.so.13"));
+
+        CudaRuntimeNotFoundException e = assertThrows(CudaRuntimeNotFoundException.class,
+                () -> CudartLoader.load(candidates));
+
+        assertEquals(List.of(
+                "-Dorg.cudagraph4j.cudart.path: /nonexistent/libcudart.so.13 (no such file)",
+                "dynamic loader: libm.so.6 (opened, but it exports no cudaRuntimeGetVersion)"),
+                e.attempts().subList(0, 2));
+        assertTrue(e.attempts().get(2).startsWith("dynamic loader: libcudart-does-not-exist.so.13 ("), e.getMessage());
+        assertTrue(e.getMessage().contains("-Dorg.cudagraph4j.cudart.path="), e.getMessage());
+        assertTrue(e.getMessage().contains("CUDA_HOME="), e.getMessage());
+    }
+
+    @Test
+    void loadsTheInstalledRuntime() {
+        CudartLoader.ensureLoaded();
+
+        assertTrue(CudartLoader.loadedFrom().orElseThrow().contains("libcudart.so.13"));
+        assertTrue(CudartLoader.symbolLookup().find("cudaGraphLaunch").isPresent());
+    }
+}

@@ -1,0 +1,74 @@
+package org.cudagraph4j.internal;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.foreign.SymbolLookup;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.cudagraph4j.cudart.cudaDeviceProp;
+import org.cudagraph4j.cudart.cudaGraphEdgeData;
+import org.cudagraph4j.cudart.cudaGraphExecUpdateResultInfo;
+import org.cudagraph4j.cudart.cudaGraphInstantiateParams;
+import org.cudagraph4j.cudart.cudaKernelNodeParams;
+import org.cudagraph4j.cudart.cudaMemcpy3DParms;
+import org.cudagraph4j.cudart.cudaMemsetParams;
+import org.cudagraph4j.cudart.dim3;
+import org.junit.jupiter.api.Test;
+
+/** The generated bindings agree with the C headers and with the runtime found at test time. */
+class GeneratedBindingsTest {
+    @Test
+    void everyAllowListedFunctionIsExportedByTheRuntime() throws IOException {
+        List<String> functions = allowListedFunctions();
+        SymbolLookup runtime = CudartLoader.ensureLoaded();
+
+        List<String> missing = functions.stream().filter(f -> runtime.find(f).isEmpty()).toList();
+
+        assertTrue(functions.size() > 50, "allow-list parsed: " + functions.size() + " functions");
+        assertTrue(missing.isEmpty(), "not exported by " + CudartLoader.loadedFrom().orElseThrow() + ": " + missing);
+    }
+
+    /** Sizes from gcc's sizeof on the CUDA 13.0 headers, x86-64. */
+    @Test
+    void structSizesMatchTheCHeaders() {
+        assertEquals(12, dim3.layout().byteSize());
+        assertEquals(1008, cudaDeviceProp.layout().byteSize());
+        assertEquals(56, cudaKernelNodeParams.layout().byteSize());
+        assertEquals(40, cudaMemsetParams.layout().byteSize());
+        assertEquals(160, cudaMemcpy3DParms.layout().byteSize());
+        assertEquals(24, cudaGraphExecUpdateResultInfo.layout().byteSize());
+        assertEquals(32, cudaGraphInstantiateParams.layout().byteSize());
+        assertEquals(8, cudaGraphEdgeData.layout().byteSize());
+    }
+
+    @Test
+    void fieldOffsetsTheLibraryReliesOnMatchTheCHeaders() {
+        assertEquals(288, cudaDeviceProp.totalGlobalMem$offset());
+        assertEquals(360, cudaDeviceProp.major$offset());
+        assertEquals(384, cudaDeviceProp.multiProcessorCount$offset());
+        assertEquals(672, cudaDeviceProp.sharedMemPerBlockOptin$offset());
+        assertEquals(8, cudaKernelNodeParams.gridDim$offset());
+        assertEquals(32, cudaKernelNodeParams.sharedMemBytes$offset());
+        assertEquals(40, cudaKernelNodeParams.kernelParams$offset());
+    }
+
+    static List<String> allowListedFunctions() throws IOException {
+        try (InputStream in = GeneratedBindingsTest.class.getResourceAsStream("/jextract-config/cudart.args")) {
+            assertFalse(in == null, "cudart.args is on the test class path");
+            String args = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            Matcher m = Pattern.compile("(?m)^--include-function\\s+(\\S+)").matcher(args);
+            List<String> functions = new ArrayList<>();
+            while (m.find()) {
+                functions.add(m.group(1));
+            }
+            return functions;
+        }
+    }
+}
