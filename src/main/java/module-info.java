@@ -6,4 +6,5 @@
  */
 module org.cudagraph4j {
     exports org.cudagraph4j;
+    exports org.cudagraph4j.graph;
 }

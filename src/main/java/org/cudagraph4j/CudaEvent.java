@@ -1,7 +1,7 @@
 package org.cudagraph4j;
 
 import java.lang.foreign.MemorySegment;
-import org.cudagraph4j.cudart.cudart_h;
+import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.Streams;
 
@@ -17,9 +17,9 @@ public final class CudaEvent implements AutoCloseable {
     /** Creation options; none gives a timing event that waits by spinning. */
     public enum Option {
         /** No timing data: cheaper to record and wait on, for pure synchronization. */
-        DISABLE_TIMING(cudart_h.cudaEventDisableTiming()),
+        DISABLE_TIMING(0x02),
         /** {@link #synchronize()} blocks the thread instead of spinning. */
-        BLOCKING_SYNC(cudart_h.cudaEventBlockingSync());
+        BLOCKING_SYNC(0x01);
 
         private final int flag;
 
@@ -27,7 +27,8 @@ public final class CudaEvent implements AutoCloseable {
             this.flag = flag;
         }
 
-        int flag() {
+        /** The {@code cudaEvent*} flag bit. */
+        public int flag() {
             return flag;
         }
     }
@@ -36,6 +37,7 @@ public final class CudaEvent implements AutoCloseable {
     private final MemorySegment handle;
     private final boolean timing;
     private final Lifetime lifetime;
+    private volatile CaptureTracker.Capture recordedIn;
 
     CudaEvent(CudaDevice device, MemorySegment handle, int flags) {
         this.device = device;
@@ -50,7 +52,18 @@ public final class CudaEvent implements AutoCloseable {
 
     /** Captures the work queued on {@code stream} so far; the event completes when that work does. */
     public void record(CudaStream stream) {
-        Streams.record(handle(), stream.handle());
+        MemorySegment streamHandle = stream.handle();
+        Streams.record(handle(), streamHandle);
+        CaptureTracker.Capture capture = CaptureTracker.of(streamHandle.address());
+        if (capture != null) {
+            capture.use(lifetime);
+        }
+        recordedIn = capture;
+    }
+
+    /** The capture the last {@link #record} went into, so that a stream waiting on it joins that capture. */
+    CaptureTracker.Capture recordedIn() {
+        return recordedIn;
     }
 
     /** Blocks until the recorded work has completed. */
@@ -84,6 +97,10 @@ public final class CudaEvent implements AutoCloseable {
 
     public boolean isOpen() {
         return lifetime.isOpen();
+    }
+
+    Lifetime lifetime() {
+        return lifetime;
     }
 
     /** Destroys the event. Idempotent. */

@@ -1,5 +1,9 @@
 package org.cudagraph4j;
 
+import org.cudagraph4j.graph.GraphInstantiateException;
+import org.cudagraph4j.graph.GraphUpdateException;
+import org.cudagraph4j.graph.StreamCaptureException;
+
 /**
  * A CUDA runtime call returned an error status.
  *
@@ -11,7 +15,8 @@ package org.cudagraph4j;
  * {@link IllegalStateException} or {@link IllegalArgumentException} instead, before anything reaches
  * the runtime.
  */
-public class CudaException extends RuntimeException {
+public sealed class CudaException extends RuntimeException
+        permits StreamCaptureException, GraphInstantiateException, GraphUpdateException {
     private static final long serialVersionUID = 1L;
 
     private final int code;

@@ -2,6 +2,7 @@ package org.cudagraph4j;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Libraries;
 
@@ -79,8 +80,23 @@ public final class CudaKernel {
         }
         Dim3 grid = config.grid();
         Dim3 block = config.block();
+        MemorySegment stream = config.stream().handle();
         Libraries.launch(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
-                config.sharedMemBytes(), arguments.pointers(), config.stream().handle(), symbol);
+                config.sharedMemBytes(), arguments.pointers(), stream, symbol);
+        CaptureTracker.Capture capture = CaptureTracker.of(stream.address());
+        if (capture != null) {
+            keepAlive(capture, arguments);
+        }
+    }
+
+    /** A captured launch keeps its library and the buffers it was given alive for the graph. */
+    private void keepAlive(CaptureTracker.Capture capture, KernelArguments arguments) {
+        capture.use(library.lifetime());
+        for (Object argument : arguments.values()) {
+            if (argument instanceof DeviceBuffer buffer) {
+                capture.use(buffer.allocation().lifetime());
+            }
+        }
     }
 
     /** Checks the arguments and launches once. */

@@ -1,6 +1,12 @@
 package org.cudagraph4j;
 
 import java.lang.foreign.MemorySegment;
+import java.util.OptionalLong;
+import org.cudagraph4j.graph.CaptureMode;
+import org.cudagraph4j.graph.CaptureStatus;
+import org.cudagraph4j.graph.StreamCapture;
+import org.cudagraph4j.internal.CaptureTracker;
+import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.Streams;
 
@@ -52,9 +58,38 @@ public final class CudaStream implements AutoCloseable {
         return Streams.isIdle(handle());
     }
 
-    /** Makes later work on this stream wait until {@code event}'s last recorded work completes. */
+    /**
+     * Makes later work on this stream wait until {@code event}'s last recorded work completes. If
+     * the event was recorded into a capture, this stream joins that capture (a fork); join it
+     * back before the capture ends by recording an event here and waiting on it in the capturing
+     * stream.
+     */
     public void waitFor(CudaEvent event) {
         Streams.waitEvent(handle(), event.handle());
+        CaptureTracker.Capture capture = event.recordedIn();
+        if (capture != null) {
+            CaptureTracker.join(handle.address(), capture);
+        }
+    }
+
+    /**
+     * Starts capturing the work queued on this stream into a graph. Close the returned scope
+     * (try-with-resources) to end capture; call {@link StreamCapture#end()} inside it to keep the
+     * graph.
+     */
+    public StreamCapture beginCapture(CaptureMode mode) {
+        return StreamCapture.begin(this, mode);
+    }
+
+    /** Whether this stream is capturing ({@code cudaStreamGetCaptureInfo}). */
+    public CaptureStatus captureStatus() {
+        return CaptureStatus.fromValue((int) Graphs.captureInfo(handle())[0]);
+    }
+
+    /** The id of the capture this stream takes part in, unique in the process; empty if none. */
+    public OptionalLong captureId() {
+        long[] info = Graphs.captureInfo(handle());
+        return info[0] == CaptureStatus.NONE.value() ? OptionalLong.empty() : OptionalLong.of(info[1]);
     }
 
     /**

@@ -3,6 +3,7 @@ package org.cudagraph4j;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
+import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.Memory;
@@ -192,6 +193,7 @@ public final class DeviceBuffer implements AutoCloseable {
         checkSize(source);
         checkNative(source);
         Memory.copyAsync(address(), source.address(), byteSize(), stream.handle());
+        keepAliveIfCapturing(stream);
     }
 
     /** Queues a copy to native host memory; read it only after the stream has reached the copy. */
@@ -199,6 +201,7 @@ public final class DeviceBuffer implements AutoCloseable {
         checkSize(destination);
         checkNative(destination);
         Memory.copyAsync(destination.address(), address(), byteSize(), stream.handle());
+        keepAliveIfCapturing(stream);
     }
 
     // Device to device.
@@ -212,6 +215,8 @@ public final class DeviceBuffer implements AutoCloseable {
     public void copyFromAsync(DeviceBuffer source, CudaStream stream) {
         checkSame(source);
         Memory.copyAsync(address(), source.address(), byteSize(), stream.handle());
+        keepAliveIfCapturing(stream);
+        source.keepAliveIfCapturing(stream);
     }
 
     /** Sets every byte to {@code byteValue} (its low 8 bits). 0xFF in every byte of a float is NaN. */
@@ -223,6 +228,15 @@ public final class DeviceBuffer implements AutoCloseable {
 
     public void memsetAsync(int byteValue, CudaStream stream) {
         Memory.setAsync(address(), byteValue, byteSize(), stream.handle());
+        keepAliveIfCapturing(stream);
+    }
+
+    /** A captured operation keeps the allocation alive for the graph it goes into. */
+    private void keepAliveIfCapturing(CudaStream stream) {
+        CaptureTracker.Capture capture = CaptureTracker.of(stream.handle().address());
+        if (capture != null) {
+            capture.use(lifetime);
+        }
     }
 
     /** Frees the allocation; on a slice this does nothing. Idempotent. */

@@ -26,6 +26,11 @@ public final class TestData {
         return "seed " + seed;
     }
 
+    /** The gpu tests' own kernels (src/test/cuda/test_kernels.cu), as a fatbin for sm_80 to sm_120. */
+    public static CudaLibrary testKernels() {
+        return CudaLibrary.loadResource(TestData.class, "test_kernels.fatbin");
+    }
+
     /** A float array full of NaN, to poison outputs before a run. */
     public static float[] nans(int length) {
         float[] values = new float[length];

@@ -5,9 +5,14 @@ import static org.cudagraph4j.cudart.cudart_h.cudaGetErrorString;
 import static org.cudagraph4j.cudart.cudart_h.cudaGetLastError;
 
 import java.lang.foreign.MemorySegment;
+import org.cudagraph4j.CudaError;
 import org.cudagraph4j.CudaException;
+import org.cudagraph4j.graph.StreamCaptureException;
 
-/** Turns {@code cudaError_t} results into {@link CudaException}s. */
+/**
+ * Turns {@code cudaError_t} results into {@link CudaException}s; capture violations (900 to 908)
+ * become {@link StreamCaptureException}s naming the capture that was running.
+ */
 public final class Status {
     public static final int SUCCESS = 0;
 
@@ -33,7 +38,10 @@ public final class Status {
      */
     public static CudaException error(int status, String function, String context) {
         cudaGetLastError();
-        return new CudaException(function, status, name(status), explanation(status), context);
+        CudaException error = new CudaException(function, status, name(status), explanation(status), context);
+        return CudaError.fromCode(status).isCaptureError()
+                ? new StreamCaptureException(error, CaptureTracker.describeActive())
+                : error;
     }
 
     /** The runtime's name for a code, e.g. {@code cudaErrorNoDevice}. */

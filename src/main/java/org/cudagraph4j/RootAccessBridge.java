@@ -1,0 +1,29 @@
+package org.cudagraph4j;
+
+import java.lang.foreign.MemorySegment;
+import org.cudagraph4j.internal.Lifetime;
+import org.cudagraph4j.internal.SharedSecrets;
+
+/** Registers the root package's side of {@link SharedSecrets}. */
+final class RootAccessBridge implements SharedSecrets.RootAccess {
+    static {
+        SharedSecrets.register(new RootAccessBridge());
+    }
+
+    private RootAccessBridge() {}
+
+    @Override
+    public Lifetime lifetime(Object resource) {
+        return switch (resource) {
+            case DeviceBuffer buffer -> buffer.allocation().lifetime();
+            case CudaLibrary library -> library.lifetime();
+            case CudaEvent event -> event.lifetime();
+            default -> throw new IllegalArgumentException("no lifetime for " + resource.getClass().getName());
+        };
+    }
+
+    @Override
+    public MemorySegment argumentPointers(Object kernelArguments) {
+        return ((KernelArguments) kernelArguments).pointers();
+    }
+}

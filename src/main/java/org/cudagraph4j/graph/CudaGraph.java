@@ -1,0 +1,384 @@
+package org.cudagraph4j.graph;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.PriorityQueue;
+import java.util.concurrent.ConcurrentHashMap;
+import org.cudagraph4j.CudaEvent;
+import org.cudagraph4j.CudaStream;
+import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.KernelArguments;
+import org.cudagraph4j.internal.Graphs;
+import org.cudagraph4j.internal.Lifetime;
+import org.cudagraph4j.internal.SharedSecrets;
+
+/**
+ * A CUDA graph template ({@code cudaGraph_t}): nodes and dependencies, built explicitly or by
+ * {@linkplain CudaStream#beginCapture stream capture}. Instantiate it to launch it.
+ *
+ * <p>A graph keeps alive what its nodes use (kernels' libraries, buffers, events): closing those
+ * while the graph, or an executable made from it, still needs them defers their release.
+ *
+ * <p>Thread safety: the runtime does not synchronize access to one graph; use a graph from one
+ * thread at a time. Distinct graphs may be used concurrently.
+ *
+ * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">Graph management</a>
+ */
+public final class CudaGraph implements AutoCloseable {
+    private final MemorySegment handle;
+    private final Lifetime lifetime;
+    private final List<Lifetime> retained = Collections.synchronizedList(new ArrayList<>());
+    private final Map<Long, KernelNodeParams> kernelParams = new ConcurrentHashMap<>();
+
+    CudaGraph(MemorySegment handle, List<Lifetime> alreadyRetained) {
+        this.handle = handle;
+        this.retained.addAll(alreadyRetained);
+        this.lifetime = new Lifetime(String.format("CudaGraph 0x%016X", handle.address()), this::free);
+    }
+
+    /** An empty graph, to build explicitly. */
+    public static CudaGraph create() {
+        return new CudaGraph(Graphs.create(), List.of());
+    }
+
+    /** Adds a kernel launch. Arguments are checked against the kernel's parameter info first. */
+    public GraphNode addKernel(KernelNodeParams params, GraphNode... dependencies) {
+        Objects.requireNonNull(params, "params");
+        MemorySegment node;
+        try (KernelArguments arguments = params.kernel().arguments(params.arguments().toArray())) {
+            node = Graphs.addKernelNode(handle(), handles(dependencies), kernelParams(params, arguments));
+        }
+        keepAlive(params);
+        kernelParams.put(node.address(), params);
+        return new GraphNode(this, node, params);
+    }
+
+    /** Adds a copy of all of {@code source} into {@code destination} (same type and length). */
+    public GraphNode addMemcpy(DeviceBuffer destination, DeviceBuffer source, GraphNode... dependencies) {
+        if (destination.byteSize() != source.byteSize()) {
+            throw new IllegalArgumentException("memcpy node: destination has " + destination.byteSize()
+                    + " bytes but source has " + source.byteSize());
+        }
+        MemorySegment node = Graphs.addMemcpyNode(handle(), handles(dependencies), destination.address(),
+                source.address(), source.byteSize());
+        keepAlive(destination);
+        keepAlive(source);
+        return new GraphNode(this, node, null);
+    }
+
+    /** Adds a memset of every byte of {@code destination} to {@code byteValue}'s low 8 bits. */
+    public GraphNode addMemset(DeviceBuffer destination, int byteValue, GraphNode... dependencies) {
+        MemorySegment node = Graphs.addMemsetNode(handle(), handles(dependencies), destination.address(), byteValue,
+                destination.byteSize());
+        keepAlive(destination);
+        return new GraphNode(this, node, null);
+    }
+
+    /** Adds a node that does nothing: a join point for dependencies. */
+    public GraphNode addEmpty(GraphNode... dependencies) {
+        return new GraphNode(this, Graphs.addEmptyNode(handle(), handles(dependencies)), null);
+    }
+
+    /** Adds a node that records {@code event} when its dependencies complete. */
+    public GraphNode addEventRecord(CudaEvent event, GraphNode... dependencies) {
+        MemorySegment node = Graphs.addEventRecordNode(handle(), handles(dependencies), event.handle());
+        keepAlive(event);
+        return new GraphNode(this, node, null);
+    }
+
+    /** Adds a node that waits for {@code event}'s recorded work. */
+    public GraphNode addEventWait(CudaEvent event, GraphNode... dependencies) {
+        MemorySegment node = Graphs.addEventWaitNode(handle(), handles(dependencies), event.handle());
+        keepAlive(event);
+        return new GraphNode(this, node, null);
+    }
+
+    /** Adds a copy of {@code child} as one node; later changes to {@code child} do not affect it. */
+    public GraphNode addChildGraph(CudaGraph child, GraphNode... dependencies) {
+        MemorySegment node = Graphs.addChildGraphNode(handle(), handles(dependencies), child.handle());
+        synchronized (child.retained) {
+            for (Lifetime resource : child.retained) {
+                resource.retain();
+                retained.add(resource);
+            }
+        }
+        return new GraphNode(this, node, null);
+    }
+
+    /** Every node, in the runtime's order (creation order); a node's position is its {@link GraphNode#id()}. */
+    public List<GraphNode> nodes() {
+        List<GraphNode> nodes = new ArrayList<>();
+        for (MemorySegment node : Graphs.nodes(handle())) {
+            nodes.add(new GraphNode(this, node, kernelParams.get(node.address())));
+        }
+        return List.copyOf(nodes);
+    }
+
+    /** Every dependency edge. */
+    public List<GraphEdge> edges() {
+        List<GraphEdge> edges = new ArrayList<>();
+        for (MemorySegment[] edge : Graphs.edges(handle())) {
+            edges.add(new GraphEdge(node(edge[0]), node(edge[1])));
+        }
+        return List.copyOf(edges);
+    }
+
+    /** The nodes in dependency order; among ready nodes the lowest id comes first. */
+    public List<GraphNode> topologicalOrder() {
+        List<GraphNode> nodes = nodes();
+        Map<GraphNode, Integer> ids = new HashMap<>();
+        for (int i = 0; i < nodes.size(); i++) {
+            ids.put(nodes.get(i), i);
+        }
+        int[] pending = new int[nodes.size()];
+        List<List<Integer>> successors = new ArrayList<>();
+        nodes.forEach(n -> successors.add(new ArrayList<>()));
+        for (GraphEdge edge : edges()) {
+            int from = ids.get(edge.from());
+            int to = ids.get(edge.to());
+            successors.get(from).add(to);
+            pending[to]++;
+        }
+        PriorityQueue<Integer> ready = new PriorityQueue<>();
+        for (int i = 0; i < pending.length; i++) {
+            if (pending[i] == 0) {
+                ready.add(i);
+            }
+        }
+        List<GraphNode> order = new ArrayList<>();
+        while (!ready.isEmpty()) {
+            int next = ready.poll();
+            order.add(nodes.get(next));
+            for (int successor : successors.get(next)) {
+                if (--pending[successor] == 0) {
+                    ready.add(successor);
+                }
+            }
+        }
+        return List.copyOf(order);
+    }
+
+    /**
+     * Instantiates an executable graph.
+     *
+     * @throws GraphInstantiateException with the reason and the node at fault
+     * @throws IllegalArgumentException for {@link InstantiateFlag#UPLOAD}, which needs a stream:
+     *     use {@link #instantiate(CudaStream, InstantiateFlag...)}
+     */
+    public GraphExec instantiate(InstantiateFlag... flags) {
+        if (Arrays.asList(flags).contains(InstantiateFlag.UPLOAD)) {
+            throw new IllegalArgumentException("InstantiateFlag.UPLOAD needs a stream: use instantiate(stream, flags)");
+        }
+        return instantiate(MemorySegment.NULL, flags);
+    }
+
+    /** Instantiates, uploading on {@code uploadStream} when {@link InstantiateFlag#UPLOAD} is given. */
+    public GraphExec instantiate(CudaStream uploadStream, InstantiateFlag... flags) {
+        return instantiate(uploadStream.handle(), flags);
+    }
+
+    /** Captures this graph's nodes, edges and node details for drawing. */
+    public GraphSnapshot snapshot() {
+        List<GraphNode> nodes = nodes();
+        List<GraphNode> order = topologicalOrder();
+        List<GraphSnapshot.Node> snapshotNodes = new ArrayList<>();
+        for (int id = 0; id < nodes.size(); id++) {
+            GraphNode node = nodes.get(id);
+            snapshotNodes.add(new GraphSnapshot.Node(id, order.indexOf(node), node.type(), fields(node)));
+        }
+        List<GraphSnapshot.Edge> edges = new ArrayList<>();
+        for (GraphEdge edge : edges()) {
+            edges.add(new GraphSnapshot.Edge(nodes.indexOf(edge.from()), nodes.indexOf(edge.to())));
+        }
+        return new GraphSnapshot(snapshotNodes, edges);
+    }
+
+    /** Draws the graph as boxes joined by arrows, in the layout of the seed diagram. */
+    public String describe() {
+        return GraphDiagram.draw(snapshot());
+    }
+
+    /** The graph in Graphviz DOT, written by this library from {@link #snapshot()}. */
+    public String toDot() {
+        return GraphDot.write(snapshot());
+    }
+
+    /** Writes the runtime's own DOT rendering ({@code cudaGraphDebugDotPrint}) to {@code path}. */
+    public void debugDotPrint(Path path, boolean verbose) {
+        Graphs.debugDotPrint(handle(), path.toAbsolutePath().toString(), verbose);
+    }
+
+    /** A copy of this graph ({@code cudaGraphClone}), keeping the same resources alive. */
+    public CudaGraph copy() {
+        List<Lifetime> copied = new ArrayList<>();
+        synchronized (retained) {
+            for (Lifetime resource : retained) {
+                resource.retain();
+                copied.add(resource);
+            }
+        }
+        CudaGraph clone = new CudaGraph(Graphs.cloneGraph(handle()), copied);
+        return clone;
+    }
+
+    /** The {@code cudaGraph_t}, for interop; valid until closed. */
+    public MemorySegment handle() {
+        lifetime.ensureOpen();
+        return handle;
+    }
+
+    public boolean isOpen() {
+        return lifetime.isOpen();
+    }
+
+    /** Destroys the graph and lets go of what its nodes used. Executables made from it stay valid. */
+    @Override
+    public void close() {
+        lifetime.close();
+    }
+
+    @Override
+    public String toString() {
+        return lifetime.toString();
+    }
+
+    void ensureOpen() {
+        lifetime.ensureOpen();
+    }
+
+    int indexOf(GraphNode node) {
+        int index = nodes().indexOf(node);
+        if (index < 0) {
+            throw new IllegalStateException(node + " is not in " + this);
+        }
+        return index;
+    }
+
+    /** What executables made from this graph must keep alive, each retained once more for them. */
+    List<Lifetime> retainForExecutable() {
+        List<Lifetime> copies = new ArrayList<>();
+        synchronized (retained) {
+            for (Lifetime resource : retained) {
+                resource.retain();
+                copies.add(resource);
+            }
+        }
+        return copies;
+    }
+
+    GraphNode node(MemorySegment handle) {
+        return new GraphNode(this, handle, kernelParams.get(handle.address()));
+    }
+
+    static Graphs.KernelParams kernelParams(KernelNodeParams params, KernelArguments arguments) {
+        return new Graphs.KernelParams(params.kernel().handle(), params.grid().x(), params.grid().y(),
+                params.grid().z(), params.block().x(), params.block().y(), params.block().z(),
+                params.sharedMemBytes(), SharedSecrets.root().argumentPointers(arguments));
+    }
+
+    static void retainResources(KernelNodeParams params, List<Lifetime> into) {
+        Lifetime library = SharedSecrets.root().lifetime(params.kernel().library());
+        library.retain();
+        into.add(library);
+        for (Object argument : params.arguments()) {
+            if (argument instanceof DeviceBuffer buffer) {
+                Lifetime allocation = SharedSecrets.root().lifetime(buffer);
+                allocation.retain();
+                into.add(allocation);
+            }
+        }
+    }
+
+    private GraphExec instantiate(MemorySegment uploadStream, InstantiateFlag... flags) {
+        long bits = 0;
+        for (InstantiateFlag flag : flags) {
+            bits |= flag.value();
+        }
+        MemorySegment exec;
+        try {
+            exec = Graphs.instantiate(handle(), bits, uploadStream);
+        } catch (Graphs.InstantiateFailure failure) {
+            GraphNode node = failure.node.equals(MemorySegment.NULL) ? null : node(failure.node);
+            throw new GraphInstantiateException(failure.error, InstantiateResult.fromValue(failure.result), node);
+        }
+        return new GraphExec(exec, retainForExecutable(), this);
+    }
+
+    private List<GraphSnapshot.Field> fields(GraphNode node) {
+        List<GraphSnapshot.Field> fields = new ArrayList<>();
+        MemorySegment raw = node.rawHandle();
+        switch (node.type()) {
+            case KERNEL -> {
+                KernelNodeInfo info = node.kernelInfo();
+                fields.add(new GraphSnapshot.Field("Kernel", info.name()));
+                fields.add(new GraphSnapshot.Field("", info.shape()));
+                fields.add(handleField("Node handle", raw.address()));
+                fields.add(handleField("Func handle", info.functionHandle()));
+                return fields;
+            }
+            case MEMCPY -> {
+                long[] copy = Graphs.memcpyNodeParams(raw);
+                fields.add(new GraphSnapshot.Field("Bytes", Long.toString(copy[2])));
+                fields.add(handleField("From", copy[1]));
+                fields.add(handleField("To", copy[0]));
+            }
+            case MEMSET -> {
+                long[] set = Graphs.memsetNodeParams(raw);
+                fields.add(new GraphSnapshot.Field("Bytes", set[2] + String.format(" of 0x%02X", set[1])));
+                fields.add(handleField("To", set[0]));
+            }
+            case EVENT_RECORD -> fields.add(handleField("Event", Graphs.eventOf(raw, true).address()));
+            case WAIT_EVENT -> fields.add(handleField("Event", Graphs.eventOf(raw, false).address()));
+            case GRAPH -> fields.add(new GraphSnapshot.Field("Child nodes",
+                    Integer.toString(Graphs.nodes(Graphs.childGraph(raw)).size())));
+            default -> {
+                // Other node types show their handle only.
+            }
+        }
+        fields.add(handleField("Node handle", raw.address()));
+        return fields;
+    }
+
+    private static GraphSnapshot.Field handleField(String label, long address) {
+        return new GraphSnapshot.Field(label, String.format("0x%016X", address));
+    }
+
+    private void keepAlive(KernelNodeParams params) {
+        retainResources(params, retained);
+    }
+
+    private void keepAlive(Object resource) {
+        Lifetime lifetime = SharedSecrets.root().lifetime(resource);
+        lifetime.retain();
+        retained.add(lifetime);
+    }
+
+    private List<MemorySegment> handles(GraphNode... dependencies) {
+        List<MemorySegment> handles = new ArrayList<>(dependencies.length);
+        for (GraphNode dependency : dependencies) {
+            if (dependency.graph() != this) {
+                throw new IllegalArgumentException(dependency + " belongs to another graph");
+            }
+            handles.add(dependency.handle());
+        }
+        return handles;
+    }
+
+    private void free() {
+        try {
+            Graphs.destroy(handle);
+        } finally {
+            synchronized (retained) {
+                retained.forEach(Lifetime::release);
+                retained.clear();
+            }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+package org.cudagraph4j.graph;
+
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.Optional;
+import org.cudagraph4j.Dim3;
+import org.cudagraph4j.internal.Graphs;
+import org.cudagraph4j.internal.Libraries;
+
+/**
+ * A node of a {@link CudaGraph}. It is valid while its graph is open.
+ *
+ * <p>{@link #id()} is the node's position in the graph's node list ({@code cudaGraphGetNodes},
+ * creation order) and {@link #topologicalIndex()} its position in a topological order that breaks
+ * ties by id.
+ *
+ * <p>Thread safety: as its graph.
+ */
+public final class GraphNode {
+    private final CudaGraph graph;
+    private final MemorySegment handle;
+    private final KernelNodeParams kernelParams;
+
+    GraphNode(CudaGraph graph, MemorySegment handle, KernelNodeParams kernelParams) {
+        this.graph = graph;
+        this.handle = handle;
+        this.kernelParams = kernelParams;
+    }
+
+    public CudaGraph graph() {
+        return graph;
+    }
+
+    public GraphNodeType type() {
+        return GraphNodeType.fromValue(Graphs.nodeType(handle()));
+    }
+
+    /** Position in the graph's node list. */
+    public int id() {
+        return graph.indexOf(this);
+    }
+
+    /** Position in the graph's topological order. */
+    public int topologicalIndex() {
+        return graph.topologicalOrder().indexOf(this);
+    }
+
+    /** Nodes this one runs after. */
+    public List<GraphNode> dependencies() {
+        return graph.edges().stream().filter(e -> e.to().equals(this)).map(GraphEdge::from).toList();
+    }
+
+    /** Nodes that run after this one. */
+    public List<GraphNode> dependents() {
+        return graph.edges().stream().filter(e -> e.from().equals(this)).map(GraphEdge::to).toList();
+    }
+
+    /**
+     * The kernel, launch shape and function handle of a kernel node, as the runtime reports them.
+     *
+     * @throws IllegalStateException if this is not a kernel node
+     */
+    public KernelNodeInfo kernelInfo() {
+        requireType(GraphNodeType.KERNEL);
+        Graphs.KernelParams params = Graphs.kernelNodeParams(handle());
+        String mangled = Libraries.name(params.function());
+        return new KernelNodeInfo(Demangler.demangle(mangled), mangled,
+                new Dim3(params.gridX(), params.gridY(), params.gridZ()),
+                new Dim3(params.blockX(), params.blockY(), params.blockZ()), params.sharedMemBytes(),
+                params.function().address());
+    }
+
+    /** The parameters this kernel node was added with, for nodes added through {@link CudaGraph#addKernel}. */
+    public Optional<KernelNodeParams> kernelParams() {
+        return Optional.ofNullable(kernelParams);
+    }
+
+    /** The {@code cudaGraphNode_t}, for interop; valid while the graph is open. */
+    public MemorySegment handle() {
+        graph.ensureOpen();
+        return handle;
+    }
+
+    void requireType(GraphNodeType expected) {
+        GraphNodeType actual = type();
+        if (actual != expected) {
+            throw new IllegalStateException("node " + id() + " is a " + actual + " node, not " + expected);
+        }
+    }
+
+    MemorySegment rawHandle() {
+        return handle;
+    }
+
+    @Override
+    public boolean equals(Object other) {
+        return other instanceof GraphNode node && node.handle.address() == handle.address() && node.graph == graph;
+    }
+
+    @Override
+    public int hashCode() {
+        return Long.hashCode(handle.address());
+    }
+
+    @Override
+    public String toString() {
+        return String.format("GraphNode 0x%016X", handle.address());
+    }
+}

@@ -1,0 +1,41 @@
+package org.cudagraph4j.graph;
+
+import java.util.List;
+
+/**
+ * A plain description of a graph, detached from the runtime: what {@link CudaGraph#describe()} and
+ * {@link CudaGraph#toDot()} draw. It can also be built by hand, to draw a graph that exists
+ * elsewhere.
+ *
+ * @param nodes the nodes, ordered by {@link Node#id()}
+ * @param edges dependencies between node ids
+ */
+public record GraphSnapshot(List<Node> nodes, List<Edge> edges) {
+    public GraphSnapshot {
+        nodes = List.copyOf(nodes);
+        edges = List.copyOf(edges);
+    }
+
+    /**
+     * One node.
+     *
+     * @param id position in the graph's node list
+     * @param topoId position in a topological order of the graph
+     * @param type the node type
+     * @param fields what to show about the node, in order, e.g. {@code Kernel}, {@code Node handle}
+     */
+    public record Node(int id, int topoId, GraphNodeType type, List<Field> fields) {
+        public Node {
+            fields = List.copyOf(fields);
+        }
+    }
+
+    /**
+     * A labelled value. An empty label continues the previous field on a new line, as the launch
+     * shape continues the kernel name in the seed diagram.
+     */
+    public record Field(String label, String value) {}
+
+    /** {@code to} depends on {@code from}; both are node ids. */
+    public record Edge(int from, int to) {}
+}

@@ -1,0 +1,55 @@
+package org.cudagraph4j.graph;
+
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import org.cudagraph4j.CudaKernel;
+import org.cudagraph4j.Dim3;
+import org.cudagraph4j.LaunchConfig;
+
+/**
+ * What a kernel node launches: the kernel, its launch shape and its arguments. Arguments are
+ * checked against the kernel's parameter info when the node is added or updated.
+ *
+ * @param kernel the kernel
+ * @param grid blocks in the grid
+ * @param block threads in a block
+ * @param sharedMemBytes dynamic shared memory per block
+ * @param arguments the arguments, as for {@link CudaKernel#launch(LaunchConfig, Object...)}
+ */
+public record KernelNodeParams(CudaKernel kernel, Dim3 grid, Dim3 block, int sharedMemBytes, List<Object> arguments) {
+    public KernelNodeParams {
+        Objects.requireNonNull(kernel, "kernel");
+        Objects.requireNonNull(grid, "grid");
+        Objects.requireNonNull(block, "block");
+        if (block.volume() > LaunchConfig.MAX_THREADS_PER_BLOCK) {
+            throw new IllegalArgumentException("a block has at most " + LaunchConfig.MAX_THREADS_PER_BLOCK
+                    + " threads, but " + block + " has " + block.volume());
+        }
+        if (sharedMemBytes < 0) {
+            throw new IllegalArgumentException("sharedMemBytes must not be negative, got " + sharedMemBytes);
+        }
+        // Arrays.asList keeps nulls, so that the argument check can name a null argument.
+        arguments = java.util.Collections.unmodifiableList(Arrays.asList(arguments.toArray()));
+    }
+
+    public static KernelNodeParams of(CudaKernel kernel, Dim3 grid, Dim3 block, int sharedMemBytes,
+            Object... arguments) {
+        return new KernelNodeParams(kernel, grid, block, sharedMemBytes, Arrays.asList(arguments));
+    }
+
+    /** The same launch with other arguments. */
+    public KernelNodeParams withArguments(Object... newArguments) {
+        return new KernelNodeParams(kernel, grid, block, sharedMemBytes, Arrays.asList(newArguments));
+    }
+
+    /** The same arguments with another launch shape. */
+    public KernelNodeParams withLaunchShape(Dim3 newGrid, Dim3 newBlock, int newSharedMemBytes) {
+        return new KernelNodeParams(kernel, newGrid, newBlock, newSharedMemBytes, arguments);
+    }
+
+    /** The launch shape in CUDA's notation, e.g. {@code <<<{32,20},64,19200>>>}. */
+    public String shape() {
+        return LaunchConfig.shape(grid, block, sharedMemBytes);
+    }
+}

@@ -1,0 +1,30 @@
+package org.cudagraph4j.graph;
+
+import org.cudagraph4j.CudaException;
+
+/**
+ * An operation that is illegal during stream capture was attempted (CUDA errors 900 to 908), or a
+ * capture ended invalidated because of one. The message names the capture that was running.
+ *
+ * <p>The stream that was capturing becomes usable again once its {@link StreamCapture} is closed,
+ * which try-with-resources does.
+ */
+public final class StreamCaptureException extends CudaException {
+    private static final long serialVersionUID = 1L;
+
+    private final String capture;
+
+    /**
+     * @param cause the failed call
+     * @param capture the capture(s) running at the time, described
+     */
+    public StreamCaptureException(CudaException cause, String capture) {
+        super(cause, "while capturing: " + capture);
+        this.capture = capture;
+    }
+
+    /** The capture that was running, e.g. {@code capture 12 (GLOBAL) on CudaStream 0x... on device 0}. */
+    public String capture() {
+        return capture;
+    }
+}

@@ -1,0 +1,91 @@
+package org.cudagraph4j.internal;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Knows which streams are capturing, so that what a capture records (kernels' libraries, buffers,
+ * events) is kept alive for the graph it produces. A stream joins a capture when it waits on an
+ * event recorded in one, which is how fork/join captures reach other streams.
+ *
+ * <p>Launch paths ask {@link #of(long)} on every call; with no capture active that is one volatile
+ * read.
+ */
+public final class CaptureTracker {
+    private static final AtomicInteger ACTIVE = new AtomicInteger();
+    private static final Map<Long, Capture> BY_STREAM = new ConcurrentHashMap<>();
+
+    private CaptureTracker() {}
+
+    /** The resources one capture has used, each retained once until the capture hands them over. */
+    public static final class Capture {
+        private final String description;
+        private final Set<Lifetime> retained = ConcurrentHashMap.newKeySet();
+        private final Set<Long> streams = ConcurrentHashMap.newKeySet();
+
+        Capture(String description) {
+            this.description = description;
+        }
+
+        /** Keeps {@code lifetime} alive for the graph this capture makes. */
+        public void use(Lifetime lifetime) {
+            if (retained.add(lifetime)) {
+                lifetime.retain();
+            }
+        }
+
+        /** Hands the retained references to the caller, which must release them. */
+        public List<Lifetime> takeRetained() {
+            List<Lifetime> taken = new ArrayList<>(retained);
+            retained.clear();
+            return taken;
+        }
+
+        @Override
+        public String toString() {
+            return description;
+        }
+    }
+
+    public static Capture begin(long stream, String description) {
+        Capture capture = new Capture(description);
+        capture.streams.add(stream);
+        if (BY_STREAM.putIfAbsent(stream, capture) != null) {
+            throw new IllegalStateException("stream is already capturing: " + BY_STREAM.get(stream));
+        }
+        ACTIVE.incrementAndGet();
+        return capture;
+    }
+
+    /** The capture {@code stream} takes part in, or {@code null}. */
+    public static Capture of(long stream) {
+        return ACTIVE.get() == 0 ? null : BY_STREAM.get(stream);
+    }
+
+    /** {@code stream} now records into {@code capture} too (it waited on one of its events). */
+    public static void join(long stream, Capture capture) {
+        if (capture.streams.add(stream)) {
+            BY_STREAM.put(stream, capture);
+        }
+    }
+
+    /** The capture is over: its streams record nothing into it any more. Releases nothing. */
+    public static void end(Capture capture) {
+        for (Long stream : capture.streams) {
+            BY_STREAM.remove(stream, capture);
+        }
+        ACTIVE.decrementAndGet();
+    }
+
+    /** The captures running now, for error messages. */
+    public static String describeActive() {
+        if (ACTIVE.get() == 0) {
+            return "no capture tracked by cudagraph4j (another library may have begun one)";
+        }
+        return String.join("; ", BY_STREAM.values().stream().distinct().map(Capture::toString).toList());
+    }
+}

@@ -1,0 +1,397 @@
+package org.cudagraph4j.internal;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.cudagraph4j.cudart.cudart_h.*;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import org.cudagraph4j.CudaException;
+import org.cudagraph4j.cudart.cudaExtent;
+import org.cudagraph4j.cudart.cudaGraphExecUpdateResultInfo;
+import org.cudagraph4j.cudart.cudaGraphInstantiateParams;
+import org.cudagraph4j.cudart.cudaKernelNodeParams;
+import org.cudagraph4j.cudart.cudaMemcpy3DParms;
+import org.cudagraph4j.cudart.cudaMemsetParams;
+import org.cudagraph4j.cudart.cudaPitchedPtr;
+import org.cudagraph4j.cudart.dim3;
+
+/**
+ * CUDA Graph calls: capture, construction, introspection, instantiation, launch and update.
+ * Node, graph and executable-graph handles are opaque pointers owned by the graph package.
+ *
+ * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">Graph management</a>
+ */
+public final class Graphs {
+    private Graphs() {}
+
+    // Capture.
+
+    public static void beginCapture(MemorySegment stream, int mode) {
+        Status.check(cudaStreamBeginCapture(stream, mode), "cudaStreamBeginCapture");
+    }
+
+    /**
+     * Ends capture. Returns the graph, or the failure: an invalidated capture ends with
+     * {@code cudaErrorStreamCaptureInvalidated} and no graph.
+     */
+    public static MemorySegment endCapture(MemorySegment stream) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment graph = arena.allocate(ADDRESS);
+            graph.set(ADDRESS, 0, MemorySegment.NULL);
+            int status = cudaStreamEndCapture(stream, graph);
+            MemorySegment result = graph.get(ADDRESS, 0);
+            if (status != Status.SUCCESS) {
+                if (!result.equals(MemorySegment.NULL)) {
+                    cudaGraphDestroy(result);
+                }
+                throw Status.error(status, "cudaStreamEndCapture", null);
+            }
+            return result;
+        }
+    }
+
+    /** {status, id}; the id is 0 when the stream is not capturing. */
+    public static long[] captureInfo(MemorySegment stream) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment status = arena.allocate(JAVA_INT);
+            MemorySegment id = arena.allocate(JAVA_LONG);
+            Status.check(cudaStreamGetCaptureInfo(stream, status, id, MemorySegment.NULL, MemorySegment.NULL,
+                    MemorySegment.NULL, MemorySegment.NULL), "cudaStreamGetCaptureInfo");
+            int captureStatus = status.get(JAVA_INT, 0);
+            return new long[] {captureStatus, captureStatus == 0 ? 0 : id.get(JAVA_LONG, 0)};
+        }
+    }
+
+    // Construction.
+
+    public static MemorySegment create() {
+        CudartLoader.ensureLoaded();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment graph = arena.allocate(ADDRESS);
+            Status.check(cudaGraphCreate(graph, 0), "cudaGraphCreate");
+            return graph.get(ADDRESS, 0);
+        }
+    }
+
+    public static void destroy(MemorySegment graph) {
+        Status.check(cudaGraphDestroy(graph), "cudaGraphDestroy");
+    }
+
+    public static MemorySegment cloneGraph(MemorySegment graph) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment clone = arena.allocate(ADDRESS);
+            Status.check(cudaGraphClone(clone, graph), "cudaGraphClone");
+            return clone.get(ADDRESS, 0);
+        }
+    }
+
+    /** Kernel launch parameters of a node, as the runtime reads and reports them. */
+    public record KernelParams(MemorySegment function, int gridX, int gridY, int gridZ, int blockX, int blockY,
+            int blockZ, int sharedMemBytes, MemorySegment arguments) {}
+
+    public static MemorySegment addKernelNode(MemorySegment graph, List<MemorySegment> dependencies,
+            KernelParams params) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment node = arena.allocate(ADDRESS);
+            Status.check(cudaGraphAddKernelNode(node, graph, array(arena, dependencies), dependencies.size(),
+                    kernelParams(arena, params)), "cudaGraphAddKernelNode");
+            return node.get(ADDRESS, 0);
+        }
+    }
+
+    public static MemorySegment addMemcpyNode(MemorySegment graph, List<MemorySegment> dependencies,
+            long destination, long source, long byteSize) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment node = arena.allocate(ADDRESS);
+            Status.check(cudaGraphAddMemcpyNode1D(node, graph, array(arena, dependencies), dependencies.size(),
+                    MemorySegment.ofAddress(destination), MemorySegment.ofAddress(source), byteSize,
+                    cudaMemcpyDefault()), "cudaGraphAddMemcpyNode1D");
+            return node.get(ADDRESS, 0);
+        }
+    }
+
+    public static MemorySegment addMemsetNode(MemorySegment graph, List<MemorySegment> dependencies,
+            long destination, int byteValue, long byteSize) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment params = cudaMemsetParams.allocate(arena);
+            cudaMemsetParams.dst(params, MemorySegment.ofAddress(destination));
+            cudaMemsetParams.value(params, byteValue & 0xFF);
+            cudaMemsetParams.elementSize(params, 1);
+            cudaMemsetParams.width(params, byteSize);
+            cudaMemsetParams.height(params, 1);
+            cudaMemsetParams.pitch(params, 0);
+            MemorySegment node = arena.allocate(ADDRESS);
+            Status.check(cudaGraphAddMemsetNode(node, graph, array(arena, dependencies), dependencies.size(), params),
+                    "cudaGraphAddMemsetNode");
+            return node.get(ADDRESS, 0);
+        }
+    }
+
+    public static MemorySegment addEmptyNode(MemorySegment graph, List<MemorySegment> dependencies) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment node = arena.allocate(ADDRESS);
+            Status.check(cudaGraphAddEmptyNode(node, graph, array(arena, dependencies), dependencies.size()),
+                    "cudaGraphAddEmptyNode");
+            return node.get(ADDRESS, 0);
+        }
+    }
+
+    public static MemorySegment addEventRecordNode(MemorySegment graph, List<MemorySegment> dependencies,
+            MemorySegment event) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment node = arena.allocate(ADDRESS);
+            Status.check(cudaGraphAddEventRecordNode(node, graph, array(arena, dependencies), dependencies.size(),
+                    event), "cudaGraphAddEventRecordNode");
+            return node.get(ADDRESS, 0);
+        }
+    }
+
+    public static MemorySegment addEventWaitNode(MemorySegment graph, List<MemorySegment> dependencies,
+            MemorySegment event) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment node = arena.allocate(ADDRESS);
+            Status.check(cudaGraphAddEventWaitNode(node, graph, array(arena, dependencies), dependencies.size(),
+                    event), "cudaGraphAddEventWaitNode");
+            return node.get(ADDRESS, 0);
+        }
+    }
+
+    /** Adds a copy of {@code child} as one node. */
+    public static MemorySegment addChildGraphNode(MemorySegment graph, List<MemorySegment> dependencies,
+            MemorySegment child) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment node = arena.allocate(ADDRESS);
+            Status.check(cudaGraphAddChildGraphNode(node, graph, array(arena, dependencies), dependencies.size(),
+                    child), "cudaGraphAddChildGraphNode");
+            return node.get(ADDRESS, 0);
+        }
+    }
+
+    // Introspection.
+
+    public static List<MemorySegment> nodes(MemorySegment graph) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment count = arena.allocate(JAVA_LONG);
+            Status.check(cudaGraphGetNodes(graph, MemorySegment.NULL, count), "cudaGraphGetNodes");
+            long n = count.get(JAVA_LONG, 0);
+            if (n == 0) {
+                return List.of();
+            }
+            MemorySegment nodes = arena.allocate(ADDRESS, n);
+            Status.check(cudaGraphGetNodes(graph, nodes, count), "cudaGraphGetNodes");
+            return list(nodes, count.get(JAVA_LONG, 0));
+        }
+    }
+
+    /** Edges as {from, to} pairs. */
+    public static List<MemorySegment[]> edges(MemorySegment graph) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment count = arena.allocate(JAVA_LONG);
+            Status.check(cudaGraphGetEdges(graph, MemorySegment.NULL, MemorySegment.NULL, MemorySegment.NULL, count),
+                    "cudaGraphGetEdges");
+            long n = count.get(JAVA_LONG, 0);
+            if (n == 0) {
+                return List.of();
+            }
+            MemorySegment from = arena.allocate(ADDRESS, n);
+            MemorySegment to = arena.allocate(ADDRESS, n);
+            Status.check(cudaGraphGetEdges(graph, from, to, MemorySegment.NULL, count), "cudaGraphGetEdges");
+            List<MemorySegment[]> edges = new ArrayList<>();
+            for (long i = 0; i < count.get(JAVA_LONG, 0); i++) {
+                edges.add(new MemorySegment[] {from.getAtIndex(ADDRESS, i), to.getAtIndex(ADDRESS, i)});
+            }
+            return edges;
+        }
+    }
+
+    public static int nodeType(MemorySegment node) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment type = arena.allocate(JAVA_INT);
+            Status.check(cudaGraphNodeGetType(node, type), "cudaGraphNodeGetType");
+            return type.get(JAVA_INT, 0);
+        }
+    }
+
+    public static KernelParams kernelNodeParams(MemorySegment node) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment params = cudaKernelNodeParams.allocate(arena);
+            Status.check(cudaGraphKernelNodeGetParams(node, params), "cudaGraphKernelNodeGetParams");
+            MemorySegment grid = cudaKernelNodeParams.gridDim(params);
+            MemorySegment block = cudaKernelNodeParams.blockDim(params);
+            return new KernelParams(cudaKernelNodeParams.func(params), dim3.x(grid), dim3.y(grid), dim3.z(grid),
+                    dim3.x(block), dim3.y(block), dim3.z(block), cudaKernelNodeParams.sharedMemBytes(params),
+                    MemorySegment.NULL);
+        }
+    }
+
+    /** {destination, source, bytes} of a one-dimensional copy node. */
+    public static long[] memcpyNodeParams(MemorySegment node) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment params = cudaMemcpy3DParms.allocate(arena);
+            Status.check(cudaGraphMemcpyNodeGetParams(node, params), "cudaGraphMemcpyNodeGetParams");
+            MemorySegment extent = cudaMemcpy3DParms.extent(params);
+            return new long[] {cudaPitchedPtr.ptr(cudaMemcpy3DParms.dstPtr(params)).address(),
+                    cudaPitchedPtr.ptr(cudaMemcpy3DParms.srcPtr(params)).address(),
+                    cudaExtent.width(extent) * cudaExtent.height(extent) * cudaExtent.depth(extent)};
+        }
+    }
+
+    /** {destination, value, bytes} of a memset node. */
+    public static long[] memsetNodeParams(MemorySegment node) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment params = cudaMemsetParams.allocate(arena);
+            Status.check(cudaGraphMemsetNodeGetParams(node, params), "cudaGraphMemsetNodeGetParams");
+            return new long[] {cudaMemsetParams.dst(params).address(), cudaMemsetParams.value(params) & 0xFFFFFFFFL,
+                    cudaMemsetParams.width(params) * cudaMemsetParams.height(params)
+                            * cudaMemsetParams.elementSize(params)};
+        }
+    }
+
+    public static MemorySegment childGraph(MemorySegment node) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment graph = arena.allocate(ADDRESS);
+            Status.check(cudaGraphChildGraphNodeGetGraph(node, graph), "cudaGraphChildGraphNodeGetGraph");
+            return graph.get(ADDRESS, 0);
+        }
+    }
+
+    public static MemorySegment eventOf(MemorySegment node, boolean record) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment event = arena.allocate(ADDRESS);
+            if (record) {
+                Status.check(cudaGraphEventRecordNodeGetEvent(node, event), "cudaGraphEventRecordNodeGetEvent");
+            } else {
+                Status.check(cudaGraphEventWaitNodeGetEvent(node, event), "cudaGraphEventWaitNodeGetEvent");
+            }
+            return event.get(ADDRESS, 0);
+        }
+    }
+
+    public static void debugDotPrint(MemorySegment graph, String path, boolean verbose) {
+        try (Arena arena = Arena.ofConfined()) {
+            Status.check(cudaGraphDebugDotPrint(graph, arena.allocateFrom(path),
+                    verbose ? cudaGraphDebugDotFlagsVerbose() : 0), "cudaGraphDebugDotPrint", path);
+        }
+    }
+
+    // Instantiation, launch, update.
+
+    /** Thrown by {@link #instantiate}: the failure, its result kind and the node at fault (or NULL). */
+    public static final class InstantiateFailure extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        public final transient CudaException error;
+        public final int result;
+        public final transient MemorySegment node;
+
+        InstantiateFailure(CudaException error, int result, MemorySegment node) {
+            super(error);
+            this.error = error;
+            this.result = result;
+            this.node = node;
+        }
+    }
+
+    public static MemorySegment instantiate(MemorySegment graph, long flags, MemorySegment uploadStream) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment exec = arena.allocate(ADDRESS);
+            MemorySegment params = cudaGraphInstantiateParams.allocate(arena);
+            cudaGraphInstantiateParams.flags(params, flags);
+            cudaGraphInstantiateParams.uploadStream(params, uploadStream);
+            cudaGraphInstantiateParams.errNode_out(params, MemorySegment.NULL);
+            int status = cudaGraphInstantiateWithParams(exec, graph, params);
+            if (status != Status.SUCCESS) {
+                throw new InstantiateFailure(Status.error(status, "cudaGraphInstantiateWithParams", null),
+                        cudaGraphInstantiateParams.result_out(params), cudaGraphInstantiateParams.errNode_out(params));
+            }
+            return exec.get(ADDRESS, 0);
+        }
+    }
+
+    public static void destroyExec(MemorySegment exec) {
+        Status.check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
+    }
+
+    public static void upload(MemorySegment exec, MemorySegment stream) {
+        Status.check(cudaGraphUpload(exec, stream), "cudaGraphUpload");
+    }
+
+    public static void launch(MemorySegment exec, MemorySegment stream) {
+        int status = cudaGraphLaunch(exec, stream);
+        if (status != Status.SUCCESS) {
+            throw Status.error(status, "cudaGraphLaunch", null);
+        }
+    }
+
+    /** Thrown by {@link #update}: the failure, its result kind and the node at fault (or NULL). */
+    public static final class UpdateFailure extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        public final transient CudaException error;
+        public final int result;
+        public final transient MemorySegment node;
+
+        UpdateFailure(CudaException error, int result, MemorySegment node) {
+            super(error);
+            this.error = error;
+            this.result = result;
+            this.node = node;
+        }
+    }
+
+    public static void update(MemorySegment exec, MemorySegment graph) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment info = cudaGraphExecUpdateResultInfo.allocate(arena);
+            int status = cudaGraphExecUpdate(exec, graph, info);
+            if (status != Status.SUCCESS) {
+                throw new UpdateFailure(Status.error(status, "cudaGraphExecUpdate", null),
+                        cudaGraphExecUpdateResultInfo.result(info), cudaGraphExecUpdateResultInfo.errorNode(info));
+            }
+        }
+    }
+
+    public static void setKernelNodeParams(MemorySegment exec, MemorySegment node, KernelParams params) {
+        try (Arena arena = Arena.ofConfined()) {
+            Status.check(cudaGraphExecKernelNodeSetParams(exec, node, kernelParams(arena, params)),
+                    "cudaGraphExecKernelNodeSetParams");
+        }
+    }
+
+    private static MemorySegment kernelParams(Arena arena, KernelParams params) {
+        MemorySegment segment = cudaKernelNodeParams.allocate(arena);
+        cudaKernelNodeParams.func(segment, params.function());
+        MemorySegment grid = cudaKernelNodeParams.gridDim(segment);
+        dim3.x(grid, params.gridX());
+        dim3.y(grid, params.gridY());
+        dim3.z(grid, params.gridZ());
+        MemorySegment block = cudaKernelNodeParams.blockDim(segment);
+        dim3.x(block, params.blockX());
+        dim3.y(block, params.blockY());
+        dim3.z(block, params.blockZ());
+        cudaKernelNodeParams.sharedMemBytes(segment, params.sharedMemBytes());
+        cudaKernelNodeParams.kernelParams(segment, params.arguments());
+        cudaKernelNodeParams.extra(segment, MemorySegment.NULL);
+        return segment;
+    }
+
+    private static MemorySegment array(Arena arena, List<MemorySegment> handles) {
+        if (handles.isEmpty()) {
+            return MemorySegment.NULL;
+        }
+        MemorySegment array = arena.allocate(ADDRESS, handles.size());
+        for (int i = 0; i < handles.size(); i++) {
+            array.setAtIndex(ADDRESS, i, handles.get(i));
+        }
+        return array;
+    }
+
+    private static List<MemorySegment> list(MemorySegment array, long count) {
+        List<MemorySegment> handles = new ArrayList<>((int) count);
+        for (long i = 0; i < count; i++) {
+            handles.add(array.getAtIndex(ADDRESS, i));
+        }
+        return handles;
+    }
+}

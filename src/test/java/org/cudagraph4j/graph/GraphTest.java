@@ -1,0 +1,361 @@
+package org.cudagraph4j.graph;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.cudagraph4j.Cuda;
+import org.cudagraph4j.CudaDevice;
+import org.cudagraph4j.CudaError;
+import org.cudagraph4j.CudaEvent;
+import org.cudagraph4j.CudaKernel;
+import org.cudagraph4j.CudaLibrary;
+import org.cudagraph4j.CudaStream;
+import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.Dim3;
+import org.cudagraph4j.GpuTest;
+import org.cudagraph4j.LaunchConfig;
+import org.cudagraph4j.TestData;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+@GpuTest
+class GraphTest {
+    private static final int N = 10_007;
+
+    private CudaDevice device;
+    private CudaLibrary library;
+    private CudaStream stream;
+    private CudaKernel writePattern;
+    private CudaKernel saxpy;
+
+    @BeforeEach
+    void setUp() {
+        device = Cuda.device(0);
+        library = TestData.testKernels();
+        stream = device.createStream();
+        writePattern = library.kernel("write_pattern");
+        saxpy = library.kernel("saxpy");
+    }
+
+    @AfterEach
+    void tearDown() {
+        stream.close();
+        library.close();
+    }
+
+    private LaunchConfig config(CudaStream on) {
+        return LaunchConfig.of(Dim3.of(40), Dim3.of(256), on);
+    }
+
+    /** y = a*x + y with x[i] = i*scale + offset, as the captured pair computes it. */
+    private static float[] expected(float scale, float offset, float a, float[] y) {
+        float[] result = new float[y.length];
+        for (int i = 0; i < y.length; i++) {
+            result[i] = a * (i * scale + offset) + y[i];
+        }
+        return result;
+    }
+
+    @ParameterizedTest
+    @EnumSource(CaptureMode.class)
+    void everyCaptureModeRecordsAGraphThatComputesTheSameResult(CaptureMode mode) {
+        long seed = TestData.newSeed();
+        float[] y = TestData.randomFloats(N, seed);
+        try (DeviceBuffer dx = device.allocateFloats(N); DeviceBuffer dy = device.allocateFloats(N)) {
+            dx.memset(0xFF);
+            dy.copyFrom(y);
+            CudaGraph graph;
+            try (StreamCapture capture = stream.beginCapture(mode)) {
+                assertEquals(CaptureStatus.ACTIVE, stream.captureStatus());
+                assertTrue(stream.captureId().isPresent());
+                writePattern.launch(config(stream), dx, N, 0.5f, 1.25f);
+                saxpy.launch(config(stream), N, 3.0f, dx, dy);
+                graph = capture.end();
+            }
+            assertEquals(CaptureStatus.NONE, stream.captureStatus());
+            try (graph; GraphExec exec = graph.instantiate()) {
+                assertEquals(2, graph.nodes().size());
+                assertEquals(1, graph.edges().size());
+                exec.launch(stream);
+                stream.synchronize();
+                assertArrayEquals(expected(0.5f, 1.25f, 3.0f, y), dy.toFloatArray(), TestData.seedDescription(seed));
+            }
+        }
+    }
+
+    @Test
+    void synchronizingTheCapturingStreamIsATypedErrorAndTheStreamRecovers() {
+        StreamCaptureException e;
+        try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+            e = assertThrows(StreamCaptureException.class, stream::synchronize);
+        }
+        assertTrue(e.error().isCaptureError(), e.getMessage());
+        assertEquals("cudaStreamSynchronize", e.function());
+        assertTrue(e.capture().contains("GLOBAL capture on CudaStream"), e.getMessage());
+        assertEquals(CaptureStatus.NONE, stream.captureStatus());
+        assertStreamWorks();
+    }
+
+    @Test
+    void allocatingDuringAGlobalCaptureIsATypedErrorAndEndReportsTheInvalidation() {
+        try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+            writePattern.launch(config(stream), device.allocateFloats(1).slice(0, 1), 1, 1f, 0f);
+        } catch (StreamCaptureException e) {
+            assertEquals(CudaError.STREAM_CAPTURE_UNSUPPORTED, e.error(), e.getMessage());
+            assertEquals("cudaMalloc", e.function());
+        }
+        StreamCaptureException ended;
+        try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+            assertThrows(StreamCaptureException.class, () -> device.allocateFloats(16));
+            ended = assertThrows(StreamCaptureException.class, capture::end);
+        }
+        assertEquals(CudaError.STREAM_CAPTURE_INVALIDATED, ended.error(), ended.getMessage());
+        assertStreamWorks();
+    }
+
+    @Test
+    void relaxedCaptureAllowsAllocation() {
+        try (StreamCapture capture = stream.beginCapture(CaptureMode.RELAXED);
+                DeviceBuffer scratch = device.allocateFloats(16)) {
+            writePattern.launch(config(stream), scratch, 16, 1f, 0f);
+            capture.end().close();
+        }
+    }
+
+    @Test
+    void forkAndJoinAcrossStreamsInOneCapture() {
+        long seed = TestData.newSeed();
+        float[] y = TestData.randomFloats(N, seed);
+        try (CudaStream side = device.createStream();
+                CudaEvent fork = device.createEvent(CudaEvent.Option.DISABLE_TIMING);
+                CudaEvent join = device.createEvent(CudaEvent.Option.DISABLE_TIMING);
+                DeviceBuffer a = device.allocateFloats(N); DeviceBuffer b = device.allocateFloats(N);
+                DeviceBuffer dy = device.allocateFloats(N)) {
+            dy.copyFrom(y);
+            a.memset(0xFF);
+            b.memset(0xFF);
+            CudaGraph graph;
+            try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+                fork.record(stream);
+                side.waitFor(fork);
+                assertEquals(CaptureStatus.ACTIVE, side.captureStatus());
+                writePattern.launch(config(side), a, N, 1f, 0f);
+                writePattern.launch(config(stream), b, N, 2f, 0f);
+                join.record(side);
+                stream.waitFor(join);
+                saxpy.launch(config(stream), N, 1f, a, dy);
+                saxpy.launch(config(stream), N, 1f, b, dy);
+                graph = capture.end();
+            }
+            try (graph; GraphExec exec = graph.instantiate()) {
+                assertEquals(4, graph.nodes().size());
+                List<GraphNode> roots = graph.nodes().stream().filter(n -> n.dependencies().isEmpty()).toList();
+                assertEquals(2, roots.size(), "the two writes run in parallel");
+                exec.launch(stream);
+                stream.synchronize();
+                float[] expected = new float[N];
+                for (int i = 0; i < N; i++) {
+                    expected[i] = y[i] + i * 1f + i * 2f;
+                }
+                assertArrayEquals(expected, dy.toFloatArray(), TestData.seedDescription(seed));
+            }
+        }
+    }
+
+    @Test
+    void explicitlyBuiltGraphWithEveryNodeKind() {
+        long seed = TestData.newSeed();
+        float[] y = TestData.randomFloats(N, seed);
+        try (CudaGraph graph = CudaGraph.create(); CudaGraph child = CudaGraph.create();
+                CudaEvent done = device.createEvent();
+                DeviceBuffer dx = device.allocateFloats(N); DeviceBuffer dy = device.allocateFloats(N);
+                DeviceBuffer out = device.allocateFloats(N)) {
+            dy.copyFrom(y);
+            out.memset(0);
+            child.addKernel(KernelNodeParams.of(saxpy, Dim3.of(40), Dim3.of(256), 0, N, 2.0f, dx, dy));
+
+            GraphNode poison = graph.addMemset(dx, 0xFF);
+            GraphNode write = graph.addKernel(
+                    KernelNodeParams.of(writePattern, Dim3.of(40), Dim3.of(256), 0, dx, N, 0.5f, 3f), poison);
+            GraphNode join = graph.addEmpty(write);
+            GraphNode nested = graph.addChildGraph(child, join);
+            GraphNode copy = graph.addMemcpy(out, dy, nested);
+            GraphNode recorded = graph.addEventRecord(done, copy);
+
+            assertEquals(List.of(GraphNodeType.MEMSET, GraphNodeType.KERNEL, GraphNodeType.EMPTY, GraphNodeType.GRAPH,
+                    GraphNodeType.MEMCPY, GraphNodeType.EVENT_RECORD),
+                    graph.nodes().stream().map(GraphNode::type).toList());
+            assertEquals(List.of(copy), recorded.dependencies());
+            assertEquals(List.of(write), poison.dependents());
+            assertEquals(5, graph.edges().size());
+            KernelNodeInfo info = write.kernelInfo();
+            assertEquals("write_pattern", info.name());
+            assertEquals("<<<40,256,0>>>", info.shape());
+            assertEquals(1, write.topologicalIndex());
+
+            try (GraphExec exec = graph.instantiate(stream, InstantiateFlag.UPLOAD)) {
+                exec.launch(stream);
+                done.synchronize();
+                assertArrayEquals(expected(0.5f, 3f, 2.0f, y), out.toFloatArray(), TestData.seedDescription(seed));
+            }
+        }
+    }
+
+    @Test
+    void wholeGraphUpdateTakesTheNewParameters() {
+        long seed = TestData.newSeed();
+        float[] y = TestData.randomFloats(N, seed);
+        try (DeviceBuffer dx = device.allocateFloats(N); DeviceBuffer dy = device.allocateFloats(N);
+                CudaGraph first = pair(dx, dy, 2.0f); CudaGraph second = pair(dx, dy, -3.0f);
+                GraphExec exec = first.instantiate()) {
+            exec.update(second);
+            dy.copyFrom(y);
+            exec.launch(stream);
+            stream.synchronize();
+            assertArrayEquals(expected(1f, 0.5f, -3.0f, y), dy.toFloatArray(), TestData.seedDescription(seed));
+        }
+    }
+
+    @Test
+    void updateWithAnotherTopologyNamesTheResultKind() {
+        try (DeviceBuffer dx = device.allocateFloats(N); DeviceBuffer dy = device.allocateFloats(N);
+                CudaGraph first = pair(dx, dy, 2.0f); CudaGraph bigger = pair(dx, dy, 2.0f);
+                GraphExec exec = first.instantiate()) {
+            bigger.addEmpty();
+            GraphUpdateException e = assertThrows(GraphUpdateException.class, () -> exec.update(bigger));
+            assertEquals(UpdateResult.TOPOLOGY_CHANGED, e.result(), e.getMessage());
+            assertEquals(CudaError.GRAPH_EXEC_UPDATE_FAILURE, e.error());
+            assertTrue(e.getMessage().contains("cudaGraphExecUpdateErrorTopologyChanged"), e.getMessage());
+            exec.launch(stream);
+            stream.synchronize();
+        }
+    }
+
+    @Test
+    void singleKernelNodeUpdateChangesTheExecutableButNotTheTemplate() {
+        long seed = TestData.newSeed();
+        float[] y = TestData.randomFloats(N, seed);
+        try (DeviceBuffer dx = device.allocateFloats(N); DeviceBuffer dy = device.allocateFloats(N);
+                CudaGraph graph = pair(dx, dy, 2.0f); GraphExec exec = graph.instantiate()) {
+            GraphNode axpy = graph.nodes().get(1);
+            KernelNodeParams original = axpy.kernelParams().orElseThrow();
+            exec.updateKernelNode(axpy, original.withArguments(N, 5.0f, dx, dy));
+            GraphNode write = graph.nodes().get(0);
+            exec.updateKernelNode(write, write.kernelParams().orElseThrow().withLaunchShape(Dim3.of(3), Dim3.of(128), 0));
+
+            dy.copyFrom(y);
+            exec.launch(stream);
+            stream.synchronize();
+            assertArrayEquals(expected(1f, 0.5f, 5.0f, y), dy.toFloatArray(), TestData.seedDescription(seed));
+
+            try (GraphExec fresh = graph.instantiate()) {
+                dy.copyFrom(y);
+                fresh.launch(stream);
+                stream.synchronize();
+                assertArrayEquals(expected(1f, 0.5f, 2.0f, y), dy.toFloatArray(), "the template still has a = 2");
+            }
+            assertEquals("<<<40,256,0>>>", write.kernelInfo().shape(), "the template's shape is unchanged");
+        }
+    }
+
+    @Test
+    void describeDrawsACapturedTwoKernelGraph(@TempDir Path dir) throws Exception {
+        try (DeviceBuffer dx = device.allocateFloats(N); DeviceBuffer dy = device.allocateFloats(N)) {
+            CudaGraph graph;
+            try (StreamCapture capture = stream.beginCapture(CaptureMode.THREAD_LOCAL)) {
+                writePattern.launch(LaunchConfig.of(Dim3.of(32, 20), Dim3.of(64), 19200, stream), dx, N, 1f, 0f);
+                saxpy.launch(LaunchConfig.of(Dim3.of(256, 2), Dim3.of(8, 32), 0, stream), N, 1f, dx, dy);
+                graph = capture.end();
+            }
+            try (graph) {
+                String diagram = graph.describe();
+                System.out.println(diagram);
+                assertTrue(diagram.contains("NODE 0: KERNEL"), diagram);
+                assertTrue(diagram.contains("NODE 1: KERNEL"), diagram);
+                assertTrue(diagram.contains("Kernel:     write_pattern"), diagram);
+                assertTrue(diagram.contains("<<<{32,20},64,19200>>>"), diagram);
+                assertTrue(diagram.contains("<<<{256,2},{8,32},0>>>"), diagram);
+                assertTrue(diagram.contains("▼"), diagram);
+                assertTrue(diagram.matches("(?s).*Func handle: 0x[0-9A-F]{16}.*"), diagram);
+                assertEquals(GraphDiagram.WIDTH, diagram.lines().mapToInt(String::length).max().orElseThrow());
+
+                assertTrue(graph.toDot().contains("n0 -> n1;"), graph.toDot());
+                Path dot = dir.resolve("graph.dot");
+                graph.debugDotPrint(dot, true);
+                String runtimeDot = Files.readString(dot);
+                assertTrue(runtimeDot.startsWith("digraph"), runtimeDot);
+                assertTrue(runtimeDot.contains("write_pattern"), runtimeDot);
+            }
+        }
+    }
+
+    @Test
+    void executableKeepsItsLibraryAndBuffersAliveAfterTheyAreClosed() {
+        CudaLibrary ownLibrary = TestData.testKernels();
+        DeviceBuffer dx = device.allocateFloats(N);
+        DeviceBuffer dy = device.allocateFloats(N);
+        CudaGraph graph = CudaGraph.create();
+        graph.addKernel(KernelNodeParams.of(ownLibrary.kernel("write_pattern"), Dim3.of(40), Dim3.of(256), 0,
+                dx, N, 1f, 7f));
+        graph.addMemcpy(dy, dx, graph.nodes().get(0));
+        try (GraphExec exec = graph.instantiate()) {
+            graph.close();
+            ownLibrary.close();
+            dx.close();
+            assertFalse(dx.isOpen());
+            exec.launch(stream);
+            stream.synchronize();
+            float[] result = dy.toFloatArray();
+            for (int i = 0; i < N; i++) {
+                assertEquals(i + 7f, result[i], "element " + i);
+            }
+        } finally {
+            dy.close();
+        }
+    }
+
+    @Test
+    void misuseIsNamed() {
+        try (CudaGraph a = CudaGraph.create(); CudaGraph b = CudaGraph.create()) {
+            GraphNode inA = a.addEmpty();
+            IllegalArgumentException foreign = assertThrows(IllegalArgumentException.class, () -> b.addEmpty(inA));
+            assertTrue(foreign.getMessage().endsWith("belongs to another graph"));
+            IllegalStateException notKernel = assertThrows(IllegalStateException.class, inA::kernelInfo);
+            assertEquals("node 0 is a EMPTY node, not KERNEL", notKernel.getMessage());
+            StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL);
+            capture.end().close();
+            assertThrows(IllegalStateException.class, capture::end);
+            IllegalArgumentException wrongArgs = assertThrows(IllegalArgumentException.class, () -> a.addKernel(
+                    KernelNodeParams.of(saxpy, Dim3.of(1), Dim3.of(1), 0, N, 2.0)));
+            assertTrue(wrongArgs.getMessage().startsWith("kernel saxpy takes 4 parameters"), wrongArgs.getMessage());
+        }
+    }
+
+    /** write x[i] = i + 0.5; then y = a*x + y. */
+    private CudaGraph pair(DeviceBuffer dx, DeviceBuffer dy, float a) {
+        CudaGraph graph = CudaGraph.create();
+        GraphNode write = graph.addKernel(KernelNodeParams.of(writePattern, Dim3.of(40), Dim3.of(256), 0,
+                dx, N, 1f, 0.5f));
+        graph.addKernel(KernelNodeParams.of(saxpy, Dim3.of(40), Dim3.of(256), 0, N, a, dx, dy), write);
+        return graph;
+    }
+
+    private void assertStreamWorks() {
+        try (DeviceBuffer out = device.allocateFloats(64)) {
+            out.memset(0xFF);
+            writePattern.launch(LaunchConfig.of(Dim3.of(1), Dim3.of(64), stream), out, 64, 1f, 0f);
+            stream.synchronize();
+            assertEquals(63f, out.toFloatArray()[63]);
+        }
+    }
+}
