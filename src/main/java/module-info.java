@@ -7,4 +7,5 @@
 module org.cudagraph4j {
     exports org.cudagraph4j;
     exports org.cudagraph4j.graph;
+    exports org.cudagraph4j.kernels;
 }

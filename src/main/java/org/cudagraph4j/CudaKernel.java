@@ -1,9 +1,12 @@
 package org.cudagraph4j;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import org.cudagraph4j.internal.CaptureTracker;
+import org.cudagraph4j.graph.KernelNodeParams;
 import org.cudagraph4j.internal.Devices;
+import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.Libraries;
 
 /**
@@ -69,7 +72,7 @@ public final class CudaKernel {
 
     /** Checks and stores arguments for repeated launches. */
     public KernelArguments arguments(Object... arguments) {
-        return new KernelArguments(this, arguments);
+        return new KernelArguments(this, arguments, Arena.ofShared());
     }
 
     /** Launches with arguments prepared by {@link #arguments}; allocates nothing. */
@@ -85,23 +88,33 @@ public final class CudaKernel {
                 config.sharedMemBytes(), arguments.pointers(), stream, symbol);
         CaptureTracker.Capture capture = CaptureTracker.of(stream.address());
         if (capture != null) {
-            keepAlive(capture, arguments);
+            recordCapturedLaunch(capture, config, arguments, stream);
         }
     }
 
-    /** A captured launch keeps its library and the buffers it was given alive for the graph. */
-    private void keepAlive(CaptureTracker.Capture capture, KernelArguments arguments) {
+    /**
+     * A captured launch keeps its library and buffers alive for the graph, and records what the
+     * node launches, which the runtime cannot report for library kernels.
+     */
+    private void recordCapturedLaunch(CaptureTracker.Capture capture, LaunchConfig config, KernelArguments arguments,
+            MemorySegment stream) {
         capture.use(library.lifetime());
         for (Object argument : arguments.values()) {
             if (argument instanceof DeviceBuffer buffer) {
                 capture.use(buffer.allocation().lifetime());
             }
         }
+        List<MemorySegment> nodes = Graphs.captureDependencies(stream);
+        if (nodes.size() == 1) {
+            capture.recordKernelNode(nodes.get(0).address(), new KernelNodeParams(this, config.grid(), config.block(),
+                    config.sharedMemBytes(), arguments.values()));
+        }
     }
 
     /** Checks the arguments and launches once. */
     public void launch(LaunchConfig config, Object... arguments) {
-        try (KernelArguments prepared = arguments(arguments)) {
+        // A confined arena: closing a shared one costs a handshake with every thread.
+        try (KernelArguments prepared = new KernelArguments(this, arguments, Arena.ofConfined())) {
             launch(config, prepared);
         }
     }

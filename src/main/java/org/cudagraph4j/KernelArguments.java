@@ -26,12 +26,13 @@ public final class KernelArguments implements AutoCloseable {
     private final MemorySegment values;
     private final Object[] arguments;
 
-    KernelArguments(CudaKernel kernel, Object[] arguments) {
+    /** Arguments in {@code arena}, which this object closes; a confined arena serves one-shot launches. */
+    KernelArguments(CudaKernel kernel, Object[] arguments, Arena arena) {
         List<KernelParameter> parameters = kernel.parameters();
         KernelArgumentCodec.check(kernel.name(), parameters, arguments);
         this.kernel = kernel;
         this.arguments = arguments.clone();
-        this.arena = Arena.ofShared();
+        this.arena = arena;
         int count = arguments.length;
         this.pointers = arena.allocate(ADDRESS, Math.max(count, 1));
         this.values = arena.allocate(KernelArgumentCodec.SLOT_BYTES * Math.max(count, 1), KernelArgumentCodec.SLOT_BYTES);

@@ -37,15 +37,20 @@ public final class CudaGraph implements AutoCloseable {
     private final List<Lifetime> retained = Collections.synchronizedList(new ArrayList<>());
     private final Map<Long, KernelNodeParams> kernelParams = new ConcurrentHashMap<>();
 
-    CudaGraph(MemorySegment handle, List<Lifetime> alreadyRetained) {
+    /**
+     * @param alreadyRetained references this graph takes over and releases when closed
+     * @param capturedKernels node address to the {@link KernelNodeParams} a capture recorded
+     */
+    CudaGraph(MemorySegment handle, List<Lifetime> alreadyRetained, Map<Long, Object> capturedKernels) {
         this.handle = handle;
         this.retained.addAll(alreadyRetained);
+        capturedKernels.forEach((node, params) -> kernelParams.put(node, (KernelNodeParams) params));
         this.lifetime = new Lifetime(String.format("CudaGraph 0x%016X", handle.address()), this::free);
     }
 
     /** An empty graph, to build explicitly. */
     public static CudaGraph create() {
-        return new CudaGraph(Graphs.create(), List.of());
+        return new CudaGraph(Graphs.create(), List.of(), Map.of());
     }
 
     /** Adds a kernel launch. Arguments are checked against the kernel's parameter info first. */
@@ -213,19 +218,6 @@ public final class CudaGraph implements AutoCloseable {
     /** Writes the runtime's own DOT rendering ({@code cudaGraphDebugDotPrint}) to {@code path}. */
     public void debugDotPrint(Path path, boolean verbose) {
         Graphs.debugDotPrint(handle(), path.toAbsolutePath().toString(), verbose);
-    }
-
-    /** A copy of this graph ({@code cudaGraphClone}), keeping the same resources alive. */
-    public CudaGraph copy() {
-        List<Lifetime> copied = new ArrayList<>();
-        synchronized (retained) {
-            for (Lifetime resource : retained) {
-                resource.retain();
-                copied.add(resource);
-            }
-        }
-        CudaGraph clone = new CudaGraph(Graphs.cloneGraph(handle()), copied);
-        return clone;
     }
 
     /** The {@code cudaGraph_t}, for interop; valid until closed. */

@@ -56,12 +56,20 @@ public final class GraphNode {
     }
 
     /**
-     * The kernel, launch shape and function handle of a kernel node, as the runtime reports them.
+     * The kernel, launch shape and function handle of a kernel node: as the library recorded them
+     * for nodes it added or captured, else as the runtime reports them.
      *
      * @throws IllegalStateException if this is not a kernel node
      */
     public KernelNodeInfo kernelInfo() {
         requireType(GraphNodeType.KERNEL);
+        if (kernelParams != null) {
+            // Library kernels: the runtime cannot report their parameters
+            // (cudaGraphKernelNodeGetParams answers cudaErrorInvalidDeviceFunction).
+            String name = kernelParams.kernel().name();
+            return new KernelNodeInfo(Demangler.demangle(name), name, kernelParams.grid(), kernelParams.block(),
+                    kernelParams.sharedMemBytes(), kernelParams.kernel().handle().address());
+        }
         Graphs.KernelParams params = Graphs.kernelNodeParams(handle());
         String mangled = Libraries.name(params.function());
         return new KernelNodeInfo(Demangler.demangle(mangled), mangled,
@@ -70,7 +78,10 @@ public final class GraphNode {
                 params.function().address());
     }
 
-    /** The parameters this kernel node was added with, for nodes added through {@link CudaGraph#addKernel}. */
+    /**
+     * What this kernel node launches, for nodes added with {@link CudaGraph#addKernel} or captured
+     * from a launch through this library; empty for other nodes.
+     */
     public Optional<KernelNodeParams> kernelParams() {
         return Optional.ofNullable(kernelParams);
     }

@@ -79,7 +79,7 @@ public final class StreamCapture implements AutoCloseable {
         } finally {
             CaptureTracker.end(capture);
         }
-        return new CudaGraph(graph, capture.takeRetained());
+        return new CudaGraph(graph, capture.takeRetained(), capture.kernelNodes());
     }
 
     /** Ends capture if {@link #end()} was not called, discarding the partial graph. Idempotent. */

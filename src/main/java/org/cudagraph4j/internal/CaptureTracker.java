@@ -26,6 +26,7 @@ public final class CaptureTracker {
         private final String description;
         private final Set<Lifetime> retained = ConcurrentHashMap.newKeySet();
         private final Set<Long> streams = ConcurrentHashMap.newKeySet();
+        private final Map<Long, Object> kernelNodes = new ConcurrentHashMap<>();
 
         Capture(String description) {
             this.description = description;
@@ -36,6 +37,19 @@ public final class CaptureTracker {
             if (retained.add(lifetime)) {
                 lifetime.retain();
             }
+        }
+
+        /**
+         * Remembers what a captured kernel node launches ({@code params} is its
+         * {@code KernelNodeParams}): the runtime cannot report it for library kernels.
+         */
+        public void recordKernelNode(long node, Object params) {
+            kernelNodes.put(node, params);
+        }
+
+        /** Node address to {@code KernelNodeParams}, for every kernel launched through the library. */
+        public Map<Long, Object> kernelNodes() {
+            return Map.copyOf(kernelNodes);
         }
 
         /** Hands the retained references to the caller, which must release them. */

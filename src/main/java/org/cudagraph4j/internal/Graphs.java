@@ -66,6 +66,27 @@ public final class Graphs {
         }
     }
 
+    /**
+     * The nodes the next operation captured on {@code stream} would depend on: right after a
+     * launch, the node that launch became.
+     */
+    public static List<MemorySegment> captureDependencies(MemorySegment stream) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment status = arena.allocate(JAVA_INT);
+            MemorySegment dependencies = arena.allocate(ADDRESS);
+            MemorySegment count = arena.allocate(JAVA_LONG);
+            Status.check(cudaStreamGetCaptureInfo(stream, status, MemorySegment.NULL, MemorySegment.NULL, dependencies,
+                    MemorySegment.NULL, count), "cudaStreamGetCaptureInfo");
+            long n = count.get(JAVA_LONG, 0);
+            if (n == 0) {
+                return List.of();
+            }
+            @SuppressWarnings("restricted") // the runtime owns an array of n node handles here
+            MemorySegment array = dependencies.get(ADDRESS, 0).reinterpret(n * ADDRESS.byteSize());
+            return list(array, n);
+        }
+    }
+
     // Construction.
 
     public static MemorySegment create() {
@@ -79,14 +100,6 @@ public final class Graphs {
 
     public static void destroy(MemorySegment graph) {
         Status.check(cudaGraphDestroy(graph), "cudaGraphDestroy");
-    }
-
-    public static MemorySegment cloneGraph(MemorySegment graph) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment clone = arena.allocate(ADDRESS);
-            Status.check(cudaGraphClone(clone, graph), "cudaGraphClone");
-            return clone.get(ADDRESS, 0);
-        }
     }
 
     /** Kernel launch parameters of a node, as the runtime reads and reports them. */

@@ -1,0 +1,36 @@
+// cudagraph4j kernels: the SIMT sgemm composition used by every shipped instance.
+#pragma once
+
+#include "cg4j.cuh"
+
+namespace cg4j {
+
+/// Row-major A (M x K), B per LayoutB (K x N), row-major D (M x N).
+template <typename ThreadblockShape, typename WarpShape, typename ThreadShape_, typename LayoutB, int AlignmentB,
+          int Stages, typename OutputOp, int PaddingBn = 4, int CopySteps = 1,
+          typename Swizzle = gemm::threadblock::GemmGroupedThreadblockSwizzle<8>>
+using SimtSgemm = gemm::kernel::Gemm<
+    gemm::threadblock::MmaMultistageSimt<ThreadblockShape, WarpShape, ThreadShape_, LayoutB, AlignmentB, Stages,
+                                         PaddingBn, CopySteps>,
+    epilogue::threadblock::EpilogueSimt<
+        gemm::threadblock::MmaMultistageSimt<ThreadblockShape, WarpShape, ThreadShape_, LayoutB, AlignmentB,
+                                             Stages, PaddingBn, CopySteps>,
+        OutputOp>,
+    Swizzle>;
+
+}  // namespace cg4j
+
+// extern "C" entry points with the uniform parameter lists of kernels/README.md.
+#define CG4J_SGEMM_LINCOMB_ENTRY(NAME, GEMM, MIN_BLOCKS)                                                   \
+  extern "C" __global__ void __launch_bounds__(GEMM::kThreads, MIN_BLOCKS)                                 \
+      NAME(int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta, \
+           float *C, int ldc) {                                                                            \
+    GEMM::run(M, N, K, A, lda, B, ldb, {alpha, beta}, C, ldc, C, ldc);                                     \
+  }
+
+#define CG4J_SGEMM_BIAS_RELU_ENTRY(NAME, GEMM, MIN_BLOCKS)                                                 \
+  extern "C" __global__ void __launch_bounds__(GEMM::kThreads, MIN_BLOCKS)                                 \
+      NAME(int M, int N, int K, const float *A, int lda, const float *B, int ldb, const float *bias,       \
+           float *D, int ldd) {                                                                            \
+    GEMM::run(M, N, K, A, lda, B, ldb, {bias}, D, ldd, nullptr, 0);                                        \
+  }

@@ -1,0 +1,26 @@
+// cudagraph4j kernels: every extern "C" instance shipped in the cubins.
+// Parameter lists, launch shapes and the naming scheme: kernels/README.md.
+#include "cg4j/sgemm_simt.cuh"
+
+using cg4j::GemmShape;
+using cg4j::ThreadShape;
+using cg4j::layout::ColumnMajor;
+using cg4j::layout::RowMajor;
+
+#define CG4J_OUTPUT_OP_LINCOMB cg4j::epilogue::thread::LinearCombination
+#define CG4J_OUTPUT_OP_BIAS_RELU cg4j::epilogue::thread::LinearCombinationBiasRelu
+
+#define CG4J_SGEMM(NAME, EPI, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B, ALIGN_B, STAGES, PAD_BN, MIN_BLOCKS)       \
+  using NAME##_t = cg4j::SimtSgemm<GemmShape<TBM, TBN, TBK>, GemmShape<WM, WN, TBK>, ThreadShape<TM, TN>, \
+                                   LAYOUT_B, ALIGN_B, STAGES, CG4J_OUTPUT_OP_##EPI, PAD_BN>;                     \
+  CG4J_SGEMM_##EPI##_ENTRY(NAME, NAME##_t, MIN_BLOCKS)
+
+#include "instances.def"
+
+// Standalone bias + ReLU epilogue: (int M, int N, const float* X, int ldx, const float* bias,
+// float* Y, int ldy); any grid/block; seed launch <<<{256,2},{8,32},0>>>.
+extern "C" __global__ void cg4j_epilogue_f32_bias_f32_relu(int M, int N, const float *X, int ldx,
+                                                           const float *bias, float *Y, int ldy) {
+  cg4j::epilogue::kernel::ElementwiseEpilogue<cg4j::epilogue::thread::LinearCombinationBiasRelu>::run(
+      M, N, X, ldx, {bias}, Y, ldy);
+}

@@ -1,0 +1,62 @@
+// cudagraph4j kernels: prints the instance part of build/manifest.properties (host-only program,
+// run by build.sh; needs no GPU). Launch metadata comes from the same types the kernels use, so the
+// manifest cannot drift from the cubins.
+#include <cstdio>
+
+#include "cg4j/sgemm_simt.cuh"
+
+using cg4j::GemmShape;
+using cg4j::ThreadShape;
+using cg4j::layout::ColumnMajor;
+using cg4j::layout::RowMajor;
+
+#define CG4J_OUTPUT_OP_LINCOMB cg4j::epilogue::thread::LinearCombination
+#define CG4J_OUTPUT_OP_BIAS_RELU cg4j::epilogue::thread::LinearCombinationBiasRelu
+#define CG4J_FAMILY_LINCOMB "sgemm_lincomb"
+#define CG4J_FAMILY_BIAS_RELU "sgemm_bias_relu"
+
+static void print_sgemm(const char *name, const char *family, int tbm, int tbn, int tbk, int wm, int wn, int tm,
+                        int tn, char layout_b, int align_b, int stages, int threads, int smem_bytes) {
+  std::printf("kernel.%s.family=%s\n", name, family);
+  std::printf("kernel.%s.threads=%d\n", name, threads);
+  std::printf("kernel.%s.block=%d,1,1\n", name, threads);
+  std::printf("kernel.%s.sharedMemBytes=%d\n", name, smem_bytes);
+  std::printf("kernel.%s.grid=ceil(M/%d),ceil(N/%d),1\n", name, tbm, tbn);
+  std::printf("kernel.%s.tileM=%d\n", name, tbm);
+  std::printf("kernel.%s.tileN=%d\n", name, tbn);
+  std::printf("kernel.%s.tileK=%d\n", name, tbk);
+  std::printf("kernel.%s.warpShape=%dx%d\n", name, wm, wn);
+  std::printf("kernel.%s.threadShape=%dx%d\n", name, tm, tn);
+  std::printf("kernel.%s.stages=%d\n", name, stages);
+  std::printf("kernel.%s.layout=t%ct\n", name, layout_b);
+  std::printf("kernel.%s.alignment=%d\n", name, align_b);
+}
+
+int main() {
+  std::printf("kernels=");
+  const char *sep = "";
+#define CG4J_SGEMM(NAME, ...)    \
+  std::printf("%s%s", sep, #NAME); \
+  sep = ",";
+#include "instances.def"
+#undef CG4J_SGEMM
+  std::printf("%scg4j_epilogue_f32_bias_f32_relu\n", sep);
+
+#define CG4J_SGEMM(NAME, EPI, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B, ALIGN_B, STAGES, PAD_BN, MIN_BLOCKS)       \
+  {                                                                                                        \
+    using G = cg4j::SimtSgemm<GemmShape<TBM, TBN, TBK>, GemmShape<WM, WN, TBK>, ThreadShape<TM, TN>, LAYOUT_B, \
+                              ALIGN_B, STAGES, CG4J_OUTPUT_OP_##EPI, PAD_BN>;                                      \
+    print_sgemm(#NAME, CG4J_FAMILY_##EPI, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B::kLetter, ALIGN_B, STAGES, \
+                G::kThreads, G::kSharedStorageBytes);                                                      \
+  }
+#include "instances.def"
+#undef CG4J_SGEMM
+
+  const char *e = "cg4j_epilogue_f32_bias_f32_relu";
+  std::printf("kernel.%s.family=epilogue_bias_relu\n", e);
+  std::printf("kernel.%s.threads=256\n", e);
+  std::printf("kernel.%s.block=8,32,1\n", e);
+  std::printf("kernel.%s.sharedMemBytes=0\n", e);
+  std::printf("kernel.%s.grid=any (grid-stride); suggested (the seed at M=2048): ceil(M/8),2,1\n", e);
+  return 0;
+}

@@ -1,0 +1,113 @@
+package org.cudagraph4j.kernels;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+
+/**
+ * The manifest {@code kernels/build.sh} writes beside the cubins: which image serves which
+ * architecture, and each kernel instance's tile, threads and shared memory. Pure data, so that
+ * cubin selection and configuration choice can be tested without a GPU.
+ */
+final class KernelManifest {
+    static final String RESOURCE_DIR = "/org/cudagraph4j/kernels/";
+
+    private final Properties properties;
+
+    KernelManifest(Properties properties) {
+        this.properties = properties;
+    }
+
+    static KernelManifest load() {
+        try (InputStream in = KernelManifest.class.getResourceAsStream(RESOURCE_DIR + "manifest.properties")) {
+            if (in == null) {
+                throw new IllegalStateException("the cudagraph4j jar has no kernels manifest at " + RESOURCE_DIR);
+            }
+            Properties properties = new Properties();
+            properties.load(in);
+            return new KernelManifest(properties);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * The image for a device of compute capability {@code major.minor}: a cubin of the same major
+     * version and the highest minor not above the device's (SASS runs on later minors of its
+     * major), else PTX for an architecture not above the device's, which the driver compiles.
+     *
+     * @throws IllegalStateException naming the device and what is shipped, when nothing fits
+     */
+    String imageFor(int major, int minor) {
+        String best = null;
+        int bestMinor = -1;
+        String ptx = null;
+        int ptxArch = -1;
+        int device = major * 10 + minor;
+        for (String arch : properties.getProperty("archs", "").split(",")) {
+            if (arch.startsWith("sm_")) {
+                int value = Integer.parseInt(arch.substring(3));
+                if (value / 10 == major && value % 10 <= minor && value % 10 > bestMinor) {
+                    best = properties.getProperty("cubin." + arch);
+                    bestMinor = value % 10;
+                }
+            } else if (arch.startsWith("compute_")) {
+                int value = Integer.parseInt(arch.substring(8));
+                if (value <= device && value > ptxArch) {
+                    ptx = properties.getProperty("ptx." + arch);
+                    ptxArch = value;
+                }
+            }
+        }
+        if (best != null) {
+            return best;
+        }
+        if (ptx != null) {
+            return ptx;
+        }
+        throw new IllegalStateException("no shipped cubin or PTX runs on compute capability " + major + "." + minor
+                + "; cudagraph4j ships " + properties.getProperty("archs") + " (sm_80 or newer is needed)");
+    }
+
+    /** Every sgemm instance. */
+    List<GemmConfig> gemmConfigs() {
+        List<GemmConfig> configs = new ArrayList<>();
+        for (String name : properties.getProperty("kernels", "").split(",")) {
+            String family = kernel(name, "family");
+            if (family.startsWith("sgemm_")) {
+                configs.add(new GemmConfig(name,
+                        family.equals("sgemm_bias_relu") ? GemmConfig.Epilogue.BIAS_RELU
+                                : GemmConfig.Epilogue.LINEAR_COMBINATION,
+                        integer(name, "tileM"), integer(name, "tileN"), integer(name, "tileK"),
+                        integer(name, "stages"), integer(name, "threads"), integer(name, "sharedMemBytes"),
+                        kernel(name, "layout").charAt(1) == 'n', integer(name, "alignment")));
+            }
+        }
+        return List.copyOf(configs);
+    }
+
+    /** The standalone bias+ReLU epilogue kernel's name. */
+    String epilogueKernel() {
+        for (String name : properties.getProperty("kernels", "").split(",")) {
+            if (kernel(name, "family").equals("epilogue_bias_relu")) {
+                return name;
+            }
+        }
+        throw new IllegalStateException("the kernels manifest lists no bias+ReLU epilogue kernel");
+    }
+
+    private String kernel(String name, String key) {
+        String value = properties.getProperty("kernel." + name + "." + key);
+        if (value == null) {
+            throw new IllegalStateException("kernels manifest: no " + key + " for " + name);
+        }
+        return value;
+    }
+
+    private int integer(String name, String key) {
+        return Integer.parseInt(kernel(name, key));
+    }
+}

@@ -1,0 +1,101 @@
+package org.cudagraph4j.kernels;
+
+import java.util.Objects;
+import org.cudagraph4j.CudaStream;
+import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.Dim3;
+
+/**
+ * {@code torch.nn.Linear} followed by ReLU: {@code y = relu(x * Wᵀ + b)}, with x [batch, in],
+ * W [out, in] (row-major, as PyTorch stores it), b [out] and y [batch, out].
+ *
+ * <p>{@link Mode#FUSED} runs one sgemm kernel with the bias and ReLU in its epilogue;
+ * {@link Mode#UNFUSED} runs the seed's two nodes: an sgemm, then the standalone bias+ReLU kernel
+ * in place. Both can be captured into a graph.
+ *
+ * <p>The layer refers to its weight and bias buffers but does not own them. Thread safety:
+ * immutable; safe to share.
+ */
+public final class Linear {
+    /** How the bias and ReLU are applied. */
+    public enum Mode {
+        /** One kernel: sgemm with a bias+ReLU epilogue. */
+        FUSED,
+        /** Two kernels, as in the seed's graph: sgemm, then bias+ReLU. */
+        UNFUSED
+    }
+
+    private final ShippedKernels kernels;
+    private final DeviceBuffer weight;
+    private final DeviceBuffer bias;
+    private final int inFeatures;
+    private final int outFeatures;
+    private final Dim3 epilogueGrid;
+
+    /**
+     * @param weight [outFeatures, inFeatures] floats
+     * @param bias [outFeatures] floats
+     */
+    public Linear(ShippedKernels kernels, DeviceBuffer weight, DeviceBuffer bias, int inFeatures, int outFeatures) {
+        this.kernels = Objects.requireNonNull(kernels, "kernels");
+        if (inFeatures < 1 || outFeatures < 1) {
+            throw new IllegalArgumentException("Linear needs inFeatures, outFeatures >= 1, got " + inFeatures + ", "
+                    + outFeatures);
+        }
+        Sgemm.checkMatrix("weight", weight, (long) outFeatures * inFeatures);
+        Sgemm.checkMatrix("bias", bias, outFeatures);
+        this.weight = weight;
+        this.bias = bias;
+        this.inFeatures = inFeatures;
+        this.outFeatures = outFeatures;
+        this.epilogueGrid = null;
+    }
+
+    private Linear(Linear layer, Dim3 epilogueGrid) {
+        this.kernels = layer.kernels;
+        this.weight = layer.weight;
+        this.bias = layer.bias;
+        this.inFeatures = layer.inFeatures;
+        this.outFeatures = layer.outFeatures;
+        this.epilogueGrid = epilogueGrid;
+    }
+
+    public int inFeatures() {
+        return inFeatures;
+    }
+
+    public int outFeatures() {
+        return outFeatures;
+    }
+
+    /**
+     * A copy of this layer whose unfused epilogue launches on {@code grid} (with the seed's 8 x 32
+     * block), e.g. the seed's {@code {256,2}}. The epilogue is correct for any grid.
+     */
+    public Linear withEpilogueGrid(Dim3 grid) {
+        return new Linear(this, Objects.requireNonNull(grid, "grid"));
+    }
+
+    /**
+     * Queues the forward pass of {@code batch} rows on {@code stream}.
+     *
+     * @param x [batch, inFeatures] floats
+     * @param y [batch, outFeatures] floats; must not overlap x
+     */
+    public void forward(CudaStream stream, int batch, DeviceBuffer x, DeviceBuffer y, Mode mode) {
+        if (batch < 1) {
+            throw new IllegalArgumentException("batch must be at least 1, got " + batch);
+        }
+        Sgemm.checkMatrix("x", x, (long) batch * inFeatures);
+        Sgemm.checkMatrix("y", y, (long) batch * outFeatures);
+        Sgemm sgemm = kernels.sgemm();
+        switch (mode) {
+            case FUSED -> sgemm.multiplyBiasRelu(stream, batch, outFeatures, inFeatures, x, weight, true, bias, y);
+            case UNFUSED -> {
+                sgemm.multiply(stream, batch, outFeatures, inFeatures, 1f, x, weight, true, 0f, y);
+                Dim3 grid = epilogueGrid != null ? epilogueGrid : BiasRelu.defaultGrid(batch, outFeatures);
+                kernels.biasRelu().apply(stream, batch, outFeatures, y, bias, y, grid, BiasRelu.BLOCK);
+            }
+        }
+    }
+}

@@ -1,0 +1,145 @@
+package org.cudagraph4j.kernels;
+
+import java.util.Comparator;
+import java.util.List;
+import java.util.Objects;
+import org.cudagraph4j.CudaKernel;
+import org.cudagraph4j.CudaStream;
+import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.Dim3;
+import org.cudagraph4j.ElementType;
+import org.cudagraph4j.LaunchConfig;
+
+/**
+ * Single-precision matrix product on the shipped SIMT kernels, for row-major matrices:
+ * {@code C = alpha * A * B + beta * C}, with A [m, k], B [k, n] (or B stored transposed, [n, k])
+ * and C [m, n], all dense. Any m, n, k of at least 1.
+ *
+ * <p>The instance is chosen by problem size (the large 128x128 tile once it fills every SM, the
+ * seed's 64x32 tile below that), or pinned with {@link #multiply(CudaStream, GemmConfig, int, int,
+ * int, float, DeviceBuffer, DeviceBuffer, float, DeviceBuffer, DeviceBuffer)}. With
+ * {@code beta == 0}, C is not read, so it may hold anything, NaN included.
+ *
+ * <p>Thread safety: immutable; safe to share.
+ */
+public final class Sgemm {
+    private static final int MAX_GRID_Y = 65535;
+
+    private final ShippedKernels kernels;
+
+    Sgemm(ShippedKernels kernels) {
+        this.kernels = kernels;
+    }
+
+    /** {@code C = alpha * A * op(B) + beta * C}, where op(B) is B or, if {@code bTransposed}, Bᵀ. */
+    public void multiply(CudaStream stream, int m, int n, int k, float alpha, DeviceBuffer a, DeviceBuffer b,
+            boolean bTransposed, float beta, DeviceBuffer c) {
+        checkDimensions(m, n, k);
+        GemmConfig config = choose(m, n, k, bTransposed, GemmConfig.Epilogue.LINEAR_COMBINATION, b);
+        multiply(stream, config, m, n, k, alpha, a, b, beta, c, null);
+    }
+
+    /** {@code D = max(A * op(B) + bias[column], 0)} in one kernel: the fused Linear. */
+    public void multiplyBiasRelu(CudaStream stream, int m, int n, int k, DeviceBuffer a, DeviceBuffer b,
+            boolean bTransposed, DeviceBuffer bias, DeviceBuffer d) {
+        checkDimensions(m, n, k);
+        GemmConfig config = choose(m, n, k, bTransposed, GemmConfig.Epilogue.BIAS_RELU, b);
+        multiply(stream, config, m, n, k, 1f, a, b, 0f, d, bias);
+    }
+
+    /**
+     * Runs a pinned instance. {@code bias} is required by, and only by, bias+ReLU instances;
+     * {@code alpha} and {@code beta} apply only to linear-combination ones.
+     */
+    public void multiply(CudaStream stream, GemmConfig config, int m, int n, int k, float alpha, DeviceBuffer a,
+            DeviceBuffer b, float beta, DeviceBuffer c, DeviceBuffer bias) {
+        Objects.requireNonNull(config, "config");
+        check(config, m, n, k, a, b, c, bias);
+        CudaKernel kernel = kernels.library().kernel(config.kernelName());
+        int ldb = config.bTransposed() ? k : n;
+        LaunchConfig launch = LaunchConfig.of(config.grid(m, n), Dim3.of(config.threads()), config.sharedMemBytes(),
+                stream);
+        if (config.epilogue() == GemmConfig.Epilogue.BIAS_RELU) {
+            kernel.launch(launch, m, n, k, a, k, b, ldb, bias, c, n);
+        } else {
+            kernel.launch(launch, m, n, k, alpha, a, k, b, ldb, beta, c, n);
+        }
+    }
+
+    /**
+     * The instance {@link #multiply} would use: among those with the right epilogue and B layout
+     * (and B aligned for vector loads where the instance needs it), the large tile when its grid
+     * fills every multiprocessor, else the smallest tile.
+     */
+    public GemmConfig choose(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer b) {
+        int multiprocessors = kernels.multiprocessorCount();
+        int ldb = bTransposed ? k : n;
+        List<GemmConfig> candidates = kernels.gemmConfigs().stream()
+                .filter(c -> c.epilogue() == epilogue && c.bTransposed() == bTransposed)
+                .filter(c -> c.alignment() == 1 || (ldb % c.alignment() == 0 && b.byteOffset() % (4L * c.alignment()) == 0))
+                .toList();
+        if (candidates.isEmpty()) {
+            throw new IllegalStateException("no shipped sgemm instance for epilogue " + epilogue
+                    + (bTransposed ? " with B transposed" : ""));
+        }
+        Comparator<GemmConfig> byArea = Comparator.comparingInt(c -> c.tileM() * c.tileN());
+        GemmConfig largest = candidates.stream().max(byArea.thenComparingInt(GemmConfig::alignment)).orElseThrow();
+        if (largest.grid(m, n).volume() >= multiprocessors) {
+            return largest;
+        }
+        return candidates.stream().min(byArea).orElseThrow();
+    }
+
+    private static void checkDimensions(int m, int n, int k) {
+        if (m < 1 || n < 1 || k < 1) {
+            throw new IllegalArgumentException("sgemm needs m, n, k >= 1, got m=" + m + ", n=" + n + ", k=" + k);
+        }
+    }
+
+    private static void check(GemmConfig config, int m, int n, int k, DeviceBuffer a, DeviceBuffer b, DeviceBuffer c,
+            DeviceBuffer bias) {
+        checkDimensions(m, n, k);
+        checkMatrix("A", a, (long) m * k);
+        checkMatrix("B", b, (long) k * n);
+        checkMatrix("C", c, (long) m * n);
+        boolean fused = config.epilogue() == GemmConfig.Epilogue.BIAS_RELU;
+        if (fused) {
+            Objects.requireNonNull(bias, config.kernelName() + " needs a bias");
+            checkMatrix("bias", bias, n);
+        } else if (bias != null) {
+            throw new IllegalArgumentException(config.kernelName() + " takes no bias");
+        }
+        if (config.grid(m, n).y() > MAX_GRID_Y) {
+            throw new IllegalArgumentException("n=" + n + " needs more than " + MAX_GRID_Y + " tiles of "
+                    + config.tileN() + " columns");
+        }
+        if (overlaps(c, a) || overlaps(c, b)) {
+            throw new IllegalArgumentException("the output of sgemm must not overlap its inputs");
+        }
+        int ldb = config.bTransposed() ? k : n;
+        if (config.alignment() > 1 && (ldb % config.alignment() != 0
+                || b.byteOffset() % (4L * config.alignment()) != 0)) {
+            throw new IllegalArgumentException(config.kernelName() + " needs B's leading dimension (" + ldb
+                    + ") and offset to be multiples of " + config.alignment() + " floats");
+        }
+    }
+
+    static void checkMatrix(String name, DeviceBuffer buffer, long elements) {
+        Objects.requireNonNull(buffer, name);
+        if (buffer.elementType() != ElementType.FLOAT32) {
+            throw new IllegalArgumentException(name + " must hold FLOAT32, not " + buffer.elementType());
+        }
+        if (buffer.length() < elements) {
+            throw new IllegalArgumentException(name + " needs " + elements + " floats but has " + buffer.length());
+        }
+    }
+
+    static boolean overlaps(DeviceBuffer x, DeviceBuffer y) {
+        if (x.allocation() != y.allocation()) {
+            return false;
+        }
+        long xStart = x.byteOffset();
+        long yStart = y.byteOffset();
+        return xStart < yStart + y.byteSize() && yStart < xStart + x.byteSize();
+    }
+}

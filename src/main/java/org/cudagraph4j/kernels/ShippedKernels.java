@@ -1,0 +1,100 @@
+package org.cudagraph4j.kernels;
+
+import java.util.List;
+import org.cudagraph4j.CudaDevice;
+import org.cudagraph4j.CudaLibrary;
+import org.cudagraph4j.DeviceProperties;
+
+/**
+ * The sgemm and bias+ReLU kernels shipped inside the cudagraph4j jar, loaded for one device: the
+ * cubin built for its architecture, or the PTX when no cubin fits (the driver compiles it).
+ *
+ * <pre>{@code
+ * try (ShippedKernels kernels = ShippedKernels.load(device)) {
+ *     kernels.sgemm().multiply(stream, m, n, k, 1f, a, b, false, 0f, c);
+ * }
+ * }</pre>
+ *
+ * <p>Thread safety: safe to share; its operations may be called from several threads.
+ */
+public final class ShippedKernels implements AutoCloseable {
+    /** Dynamic shared memory a kernel may use without opting in. */
+    private static final int DEFAULT_SHARED_MEM_BYTES = 48 * 1024;
+
+    private final CudaDevice device;
+    private final String image;
+    private final CudaLibrary library;
+    private final List<GemmConfig> configs;
+    private final String epilogueKernel;
+    private final int multiprocessorCount;
+
+    private ShippedKernels(CudaDevice device, DeviceProperties properties, String image, CudaLibrary library,
+            KernelManifest manifest) {
+        this.device = device;
+        this.image = image;
+        this.library = library;
+        this.configs = manifest.gemmConfigs();
+        this.epilogueKernel = manifest.epilogueKernel();
+        this.multiprocessorCount = properties.multiprocessorCount();
+        for (GemmConfig config : configs) {
+            if (config.sharedMemBytes() > DEFAULT_SHARED_MEM_BYTES) {
+                library.kernel(config.kernelName()).setMaxDynamicSharedMemory(device, config.sharedMemBytes());
+            }
+        }
+    }
+
+    /**
+     * Loads the image that fits {@code device}.
+     *
+     * @throws IllegalStateException if no shipped image runs on the device's architecture
+     */
+    public static ShippedKernels load(CudaDevice device) {
+        KernelManifest manifest = KernelManifest.load();
+        DeviceProperties properties = device.properties();
+        String image = manifest.imageFor(properties.major(), properties.minor());
+        CudaLibrary library = CudaLibrary.loadResource(ShippedKernels.class, KernelManifest.RESOURCE_DIR + image);
+        try {
+            return new ShippedKernels(device, properties, image, library, manifest);
+        } catch (RuntimeException e) {
+            library.close();
+            throw e;
+        }
+    }
+
+    public CudaDevice device() {
+        return device;
+    }
+
+    /** The file loaded, e.g. {@code cg4j_kernels.sm_90.cubin}. */
+    public String image() {
+        return image;
+    }
+
+    int multiprocessorCount() {
+        return multiprocessorCount;
+    }
+
+    /** The shipped sgemm instances. */
+    public List<GemmConfig> gemmConfigs() {
+        return configs;
+    }
+
+    public Sgemm sgemm() {
+        return new Sgemm(this);
+    }
+
+    public BiasRelu biasRelu() {
+        return new BiasRelu(library.kernel(epilogueKernel));
+    }
+
+    /** The library the kernels were loaded into, for direct launches and graph nodes. */
+    public CudaLibrary library() {
+        return library;
+    }
+
+    /** Unloads the kernels once no executable graph still uses them. Idempotent. */
+    @Override
+    public void close() {
+        library.close();
+    }
+}

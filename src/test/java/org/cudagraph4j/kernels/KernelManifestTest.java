@@ -1,0 +1,70 @@
+package org.cudagraph4j.kernels;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import org.cudagraph4j.Dim3;
+import org.junit.jupiter.api.Test;
+
+class KernelManifestTest {
+    private final KernelManifest manifest = KernelManifest.load();
+
+    @Test
+    void picksTheCubinOfTheDeviceArchitectureOrTheNearestLowerMinor() {
+        assertEquals("cg4j_kernels.sm_80.cubin", manifest.imageFor(8, 0));
+        assertEquals("cg4j_kernels.sm_86.cubin", manifest.imageFor(8, 7));
+        assertEquals("cg4j_kernels.sm_89.cubin", manifest.imageFor(8, 9));
+        assertEquals("cg4j_kernels.sm_90.cubin", manifest.imageFor(9, 0));
+        assertEquals("cg4j_kernels.sm_100.cubin", manifest.imageFor(10, 3));
+        assertEquals("cg4j_kernels.sm_120.cubin", manifest.imageFor(12, 1));
+    }
+
+    @Test
+    void newerArchitecturesWithoutACubinGetThePtx() {
+        assertEquals("cg4j_kernels.compute_120.ptx", manifest.imageFor(13, 0));
+    }
+
+    @Test
+    void olderArchitecturesAreRefusedWithWhatIsShipped() {
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> manifest.imageFor(7, 5));
+        assertTrue(e.getMessage().startsWith("no shipped cubin or PTX runs on compute capability 7.5; cudagraph4j ships sm_80,"),
+                e.getMessage());
+    }
+
+    @Test
+    void everyShippedImageIsInTheJar() {
+        for (String image : List.of("cg4j_kernels.sm_80.cubin", "cg4j_kernels.sm_86.cubin", "cg4j_kernels.sm_89.cubin",
+                "cg4j_kernels.sm_90.cubin", "cg4j_kernels.sm_100.cubin", "cg4j_kernels.sm_120.cubin",
+                "cg4j_kernels.compute_120.ptx")) {
+            assertTrue(KernelManifest.class.getResource(KernelManifest.RESOURCE_DIR + image) != null, image);
+        }
+    }
+
+    @Test
+    void seedConfigurationLaunchesExactlyAsTheSeedDiagramShows() {
+        GemmConfig seed = manifest.gemmConfigs().stream()
+                .filter(c -> c.tileM() == 64 && c.tileN() == 32 && c.tileK() == 16 && c.bTransposed()
+                        && c.epilogue() == GemmConfig.Epilogue.BIAS_RELU)
+                .findFirst().orElseThrow();
+
+        assertEquals(3, seed.stages());
+        assertEquals(64, seed.threads());
+        assertEquals(19200, seed.sharedMemBytes());
+        assertEquals(Dim3.of(32, 20), seed.grid(2048, 640));
+        assertTrue(seed.kernelName().startsWith("cg4j_simt_sgemm_f32_64x32x16_3_"), seed.kernelName());
+    }
+
+    @Test
+    void shipsALargeTileInstanceForEveryEpilogueAndLayout() {
+        for (GemmConfig.Epilogue epilogue : GemmConfig.Epilogue.values()) {
+            for (boolean transposed : new boolean[] {false, true}) {
+                assertTrue(manifest.gemmConfigs().stream().anyMatch(c -> c.epilogue() == epilogue
+                        && c.bTransposed() == transposed && c.tileM() * c.tileN() >= 128 * 128),
+                        epilogue + (transposed ? " B transposed" : ""));
+            }
+        }
+        assertTrue(manifest.epilogueKernel().contains("bias"), manifest.epilogueKernel());
+    }
+}

@@ -1,0 +1,63 @@
+package org.cudagraph4j.kernels;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Double-precision references and the comparison every kernel test uses. */
+final class Reference {
+    static final double TOLERANCE = 1e-5;
+
+    private Reference() {}
+
+    /** alpha * A[m,k] * op(B) + beta * C, in double; op(B) is B [k,n] or, transposed, B [n,k]ᵀ. */
+    static double[] gemm(int m, int n, int k, double alpha, float[] a, float[] b, boolean bTransposed, double beta,
+            float[] c) {
+        double[] result = new double[m * n];
+        double[] row = new double[n];
+        for (int i = 0; i < m; i++) {
+            java.util.Arrays.fill(row, 0);
+            for (int p = 0; p < k; p++) {
+                double aip = a[i * k + p];
+                if (bTransposed) {
+                    for (int j = 0; j < n; j++) {
+                        row[j] += aip * b[j * k + p];
+                    }
+                } else {
+                    int base = p * n;
+                    for (int j = 0; j < n; j++) {
+                        row[j] += aip * b[base + j];
+                    }
+                }
+            }
+            for (int j = 0; j < n; j++) {
+                result[i * n + j] = alpha * row[j] + (beta == 0 ? 0 : beta * c[i * n + j]);
+            }
+        }
+        return result;
+    }
+
+    /** relu(X + bias[column]) in place. */
+    static double[] biasRelu(double[] x, int m, int n, float[] bias) {
+        for (int i = 0; i < m; i++) {
+            for (int j = 0; j < n; j++) {
+                x[i * n + j] = Math.max(x[i * n + j] + bias[j], 0);
+            }
+        }
+        return x;
+    }
+
+    /** Every element finite and ‖out − ref‖ / ‖ref‖ under {@link #TOLERANCE}. */
+    static void assertClose(double[] expected, float[] actual, String what) {
+        double error = 0;
+        double norm = 0;
+        for (int i = 0; i < expected.length; i++) {
+            assertFalse(Float.isNaN(actual[i]) || Float.isInfinite(actual[i]),
+                    what + ": element " + i + " is " + actual[i] + " (never written?)");
+            double difference = actual[i] - expected[i];
+            error += difference * difference;
+            norm += expected[i] * expected[i];
+        }
+        double relative = norm == 0 ? Math.sqrt(error) : Math.sqrt(error / norm);
+        assertTrue(relative < TOLERANCE, what + ": relative error " + relative);
+    }
+}

@@ -1,0 +1,146 @@
+package org.cudagraph4j.kernels;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+import org.cudagraph4j.Cuda;
+import org.cudagraph4j.CudaDevice;
+import org.cudagraph4j.CudaStream;
+import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.GpuTest;
+import org.cudagraph4j.TestData;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+@GpuTest
+class SgemmTest {
+    private static CudaDevice device;
+    private static ShippedKernels kernels;
+    private static CudaStream stream;
+
+    @BeforeAll
+    static void load() {
+        device = Cuda.device(0);
+        kernels = ShippedKernels.load(device);
+        stream = device.createStream();
+        System.out.println("loaded " + kernels.image() + " on " + device.properties().name());
+    }
+
+    @AfterAll
+    static void close() {
+        stream.close();
+        kernels.close();
+    }
+
+    /** Sizes that are not multiples of any tile (1, 7, 63, 65, 127, 129, 1000, 1023), mixed. */
+    static Stream<Arguments> shapes() {
+        int[][] shapes = {{1, 1, 1}, {7, 7, 7}, {63, 65, 127}, {65, 63, 129}, {127, 129, 65}, {129, 127, 63},
+                {1000, 7, 129}, {1, 1000, 1023}, {1023, 1, 1000}, {1000, 1023, 1}, {1023, 1023, 1023},
+                {2048, 640, 512}};
+        List<Arguments> arguments = new ArrayList<>();
+        for (int[] s : shapes) {
+            for (boolean transposed : new boolean[] {false, true}) {
+                arguments.add(Arguments.of(s[0], s[1], s[2], transposed));
+            }
+        }
+        return arguments.stream();
+    }
+
+    @ParameterizedTest(name = "m={0} n={1} k={2} bTransposed={3}")
+    @MethodSource("shapes")
+    void everyInstanceMatchesTheDoubleReference(int m, int n, int k, boolean bTransposed) {
+        long seed = TestData.newSeed();
+        float[] a = TestData.randomFloats(m * k, seed);
+        float[] b = TestData.randomFloats(k * n, seed + 1);
+        float[] c = TestData.randomFloats(m * n, seed + 2);
+        float[] bias = TestData.randomFloats(n, seed + 3);
+        double[] linear = Reference.gemm(m, n, k, 1.5, a, b, bTransposed, -0.75, c);
+        double[] product = Reference.gemm(m, n, k, 1, a, b, bTransposed, 0, c);
+        double[] fused = Reference.biasRelu(product, m, n, bias);
+        try (DeviceBuffer da = upload(a); DeviceBuffer db = upload(b); DeviceBuffer dc = device.allocateFloats(m * n);
+                DeviceBuffer dbias = upload(bias)) {
+            for (GemmConfig config : kernels.gemmConfigs()) {
+                if (config.bTransposed() != bTransposed || (config.alignment() > 1 && (bTransposed ? k : n)
+                        % config.alignment() != 0)) {
+                    continue;
+                }
+                String what = config.kernelName() + " " + TestData.seedDescription(seed);
+                if (config.epilogue() == GemmConfig.Epilogue.LINEAR_COMBINATION) {
+                    dc.copyFrom(c);
+                    kernels.sgemm().multiply(stream, config, m, n, k, 1.5f, da, db, -0.75f, dc, null);
+                    stream.synchronize();
+                    Reference.assertClose(linear, dc.toFloatArray(), what);
+                } else {
+                    dc.memset(0xFF);
+                    kernels.sgemm().multiply(stream, config, m, n, k, 1f, da, db, 0f, dc, dbias);
+                    stream.synchronize();
+                    Reference.assertClose(fused, dc.toFloatArray(), what);
+                }
+            }
+        }
+    }
+
+    @Test
+    void betaZeroNeverReadsTheOutputSoNaNPoisonDoesNotLeak() {
+        int m = 300;
+        int n = 200;
+        int k = 100;
+        long seed = TestData.newSeed();
+        float[] a = TestData.randomFloats(m * k, seed);
+        float[] b = TestData.randomFloats(k * n, seed + 1);
+        try (DeviceBuffer da = upload(a); DeviceBuffer db = upload(b); DeviceBuffer dc = device.allocateFloats(m * n)) {
+            dc.memset(0xFF);
+            kernels.sgemm().multiply(stream, m, n, k, 2f, da, db, false, 0f, dc);
+            stream.synchronize();
+            Reference.assertClose(Reference.gemm(m, n, k, 2, a, b, false, 0, null), dc.toFloatArray(),
+                    TestData.seedDescription(seed));
+        }
+    }
+
+    @Test
+    void choosesTheLargeTileForLargeProblemsAndTheSeedTileForSmallOnes() {
+        try (DeviceBuffer b = device.allocateFloats(4096L * 4096)) {
+            GemmConfig large = kernels.sgemm().choose(4096, 4096, 4096, false, GemmConfig.Epilogue.LINEAR_COMBINATION, b);
+            GemmConfig small = kernels.sgemm().choose(2048, 640, 640, true, GemmConfig.Epilogue.BIAS_RELU, b);
+            assertTrue(large.tileM() * large.tileN() >= 128 * 128, large.toString());
+            assertEquals(64, small.tileM());
+            assertEquals(32, small.tileN());
+        }
+    }
+
+    @Test
+    void badShapesAndBuffersAreNamedBeforeLaunch() {
+        try (DeviceBuffer small = device.allocateFloats(10); DeviceBuffer ints = device.allocate(
+                org.cudagraph4j.ElementType.INT32, 100)) {
+            Sgemm sgemm = kernels.sgemm();
+            IllegalArgumentException zero = assertThrows(IllegalArgumentException.class,
+                    () -> sgemm.multiply(stream, 0, 1, 1, 1f, small, small, false, 0f, small));
+            assertEquals("sgemm needs m, n, k >= 1, got m=0, n=1, k=1", zero.getMessage());
+            IllegalArgumentException tooSmall = assertThrows(IllegalArgumentException.class,
+                    () -> sgemm.multiply(stream, 4, 4, 4, 1f, small, small, false, 0f, small));
+            assertEquals("A needs 16 floats but has 10", tooSmall.getMessage());
+            IllegalArgumentException type = assertThrows(IllegalArgumentException.class,
+                    () -> sgemm.multiply(stream, 2, 2, 2, 1f, ints, small, false, 0f, small));
+            assertEquals("A must hold FLOAT32, not INT32", type.getMessage());
+            try (DeviceBuffer big = device.allocateFloats(100)) {
+                IllegalArgumentException alias = assertThrows(IllegalArgumentException.class,
+                        () -> sgemm.multiply(stream, 4, 4, 4, 1f, big, big.slice(16, 16), false, 0f, big.slice(8, 16)));
+                assertEquals("the output of sgemm must not overlap its inputs", alias.getMessage());
+            }
+        }
+    }
+
+    private static DeviceBuffer upload(float[] values) {
+        DeviceBuffer buffer = device.allocateFloats(values.length);
+        buffer.copyFrom(values);
+        return buffer;
+    }
+}
