@@ -58,6 +58,16 @@ public final class Cuda {
     }
 
     /**
+     * Reads and clears the calling OS thread's last error ({@code cudaGetLastError}), which is
+     * how errors inside asynchronous launches surface before a synchronization reports them.
+     *
+     * @throws CudaException if an error was pending
+     */
+    public static void checkLastError() {
+        Devices.checkLastError(null);
+    }
+
+    /**
      * Allocates page-locked host memory, usable by every device. Copies between it and device
      * memory can run asynchronously and at full bus speed.
      */

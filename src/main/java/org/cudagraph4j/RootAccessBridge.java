@@ -1,5 +1,6 @@
 package org.cudagraph4j;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.SharedSecrets;
@@ -25,5 +26,10 @@ final class RootAccessBridge implements SharedSecrets.RootAccess {
     @Override
     public MemorySegment argumentPointers(Object kernelArguments) {
         return ((KernelArguments) kernelArguments).pointers();
+    }
+
+    @Override
+    public KernelArguments temporaryArguments(Object kernel, Object[] arguments) {
+        return new KernelArguments((CudaKernel) kernel, arguments, Arena.ofConfined());
     }
 }

@@ -8,8 +8,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Checks the GPU bundle that {@code mvn -Pgpu-bundle verify} builds: its contents, its size, and
@@ -34,7 +36,11 @@ class BundleIT {
         List<String> entries = run(List.of("tar", "-tzf", tarball.toString()));
 
         for (String expected : List.of("cudagraph4j-gpu-bundle/runtime/bin/java",
-                "cudagraph4j-gpu-bundle/bin/run-tests")) {
+                "cudagraph4j-gpu-bundle/bin/run-tests", "cudagraph4j-gpu-bundle/bin/run-benchmarks",
+                "cudagraph4j-gpu-bundle/benchmarks/benchmarks.jar",
+                "cudagraph4j-gpu-bundle/benchmarks/native/launch_overhead.cu",
+                "cudagraph4j-gpu-bundle/benchmarks/native/build.sh",
+                "cudagraph4j-gpu-bundle/benchmarks/kernels/cg4j_kernels.sm_90.cubin")) {
             assertTrue(entries.contains(expected), "missing " + expected);
         }
         for (String jar : List.of("lib/cudagraph4j-", "lib/junit-platform-console-standalone-")) {
@@ -61,6 +67,27 @@ class BundleIT {
         assertTrue(output.stream().anyMatch(l -> l.matches(".*\\b0 tests failed.*")), String.join("\n", output));
         assertTrue(output.stream().anyMatch(l -> l.matches(".*\\b[1-9]\\d* tests successful.*")),
                 String.join("\n", output));
+    }
+
+    @Test
+    void runBenchmarksStopsWithOneClearLineWithoutAGpu(@TempDir Path out) throws Exception {
+        Assumptions.assumeFalse(hasGpu(), "this machine has a GPU: run-benchmarks would run the benchmarks");
+        Process process = new ProcessBuilder(bundle.resolve("bin/run-benchmarks").toString(), "--out", out.toString())
+                .redirectErrorStream(true).start();
+        List<String> lines = new String(process.getInputStream().readAllBytes()).lines().toList();
+        assertTrue(process.waitFor(2, TimeUnit.MINUTES));
+        assertEquals(2, process.exitValue(), String.join("\n", lines));
+        assertEquals(1, lines.size(), String.join("\n", lines));
+        assertTrue(lines.get(0).startsWith("run-benchmarks: needs a CUDA GPU: cudaGetDeviceCount: cudaError"),
+                lines.get(0));
+    }
+
+    private static boolean hasGpu() {
+        try {
+            return Cuda.deviceCount() > 0;
+        } catch (CudaException noDevice) {
+            return false;
+        }
     }
 
     private static List<String> run(List<String> command) throws Exception {

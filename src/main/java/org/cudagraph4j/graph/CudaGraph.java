@@ -4,7 +4,6 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -17,6 +16,7 @@ import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.KernelArguments;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.Lifetime;
+import org.cudagraph4j.internal.RetainedSet;
 import org.cudagraph4j.internal.SharedSecrets;
 
 /**
@@ -34,7 +34,7 @@ import org.cudagraph4j.internal.SharedSecrets;
 public final class CudaGraph implements AutoCloseable {
     private final MemorySegment handle;
     private final Lifetime lifetime;
-    private final List<Lifetime> retained = Collections.synchronizedList(new ArrayList<>());
+    private final RetainedSet retained = new RetainedSet();
     private final Map<Long, KernelNodeParams> kernelParams = new ConcurrentHashMap<>();
 
     /**
@@ -43,7 +43,7 @@ public final class CudaGraph implements AutoCloseable {
      */
     CudaGraph(MemorySegment handle, List<Lifetime> alreadyRetained, Map<Long, Object> capturedKernels) {
         this.handle = handle;
-        this.retained.addAll(alreadyRetained);
+        this.retained.adopt(alreadyRetained);
         capturedKernels.forEach((node, params) -> kernelParams.put(node, (KernelNodeParams) params));
         this.lifetime = new Lifetime(String.format("CudaGraph 0x%016X", handle.address()), this::free);
     }
@@ -57,7 +57,7 @@ public final class CudaGraph implements AutoCloseable {
     public GraphNode addKernel(KernelNodeParams params, GraphNode... dependencies) {
         Objects.requireNonNull(params, "params");
         MemorySegment node;
-        try (KernelArguments arguments = params.kernel().arguments(params.arguments().toArray())) {
+        try (KernelArguments arguments = temporaryArguments(params)) {
             node = Graphs.addKernelNode(handle(), handles(dependencies), kernelParams(params, arguments));
         }
         keepAlive(params);
@@ -108,12 +108,7 @@ public final class CudaGraph implements AutoCloseable {
     /** Adds a copy of {@code child} as one node; later changes to {@code child} do not affect it. */
     public GraphNode addChildGraph(CudaGraph child, GraphNode... dependencies) {
         MemorySegment node = Graphs.addChildGraphNode(handle(), handles(dependencies), child.handle());
-        synchronized (child.retained) {
-            for (Lifetime resource : child.retained) {
-                resource.retain();
-                retained.add(resource);
-            }
-        }
+        retained.addAll(child.retained);
         return new GraphNode(this, node, null);
     }
 
@@ -253,16 +248,9 @@ public final class CudaGraph implements AutoCloseable {
         return index;
     }
 
-    /** What executables made from this graph must keep alive, each retained once more for them. */
-    List<Lifetime> retainForExecutable() {
-        List<Lifetime> copies = new ArrayList<>();
-        synchronized (retained) {
-            for (Lifetime resource : retained) {
-                resource.retain();
-                copies.add(resource);
-            }
-        }
-        return copies;
+    /** What executables made from this graph must keep alive. */
+    RetainedSet retained() {
+        return retained;
     }
 
     GraphNode node(MemorySegment handle) {
@@ -275,15 +263,17 @@ public final class CudaGraph implements AutoCloseable {
                 params.sharedMemBytes(), SharedSecrets.root().argumentPointers(arguments));
     }
 
-    static void retainResources(KernelNodeParams params, List<Lifetime> into) {
-        Lifetime library = SharedSecrets.root().lifetime(params.kernel().library());
-        library.retain();
-        into.add(library);
+    /** {@code params}' arguments, checked, for one use on this thread. */
+    static KernelArguments temporaryArguments(KernelNodeParams params) {
+        return (KernelArguments) SharedSecrets.root().temporaryArguments(params.kernel(), params.arguments().toArray());
+    }
+
+    /** Keeps the kernel's library and the buffers among its arguments alive. */
+    static void retainResources(KernelNodeParams params, RetainedSet into) {
+        into.add(SharedSecrets.root().lifetime(params.kernel().library()));
         for (Object argument : params.arguments()) {
             if (argument instanceof DeviceBuffer buffer) {
-                Lifetime allocation = SharedSecrets.root().lifetime(buffer);
-                allocation.retain();
-                into.add(allocation);
+                into.add(SharedSecrets.root().lifetime(buffer));
             }
         }
     }
@@ -300,7 +290,7 @@ public final class CudaGraph implements AutoCloseable {
             GraphNode node = failure.node.equals(MemorySegment.NULL) ? null : node(failure.node);
             throw new GraphInstantiateException(failure.error, InstantiateResult.fromValue(failure.result), node);
         }
-        return new GraphExec(exec, retainForExecutable(), this);
+        return new GraphExec(exec, retained, this);
     }
 
     private List<GraphSnapshot.Field> fields(GraphNode node) {
@@ -347,9 +337,7 @@ public final class CudaGraph implements AutoCloseable {
     }
 
     private void keepAlive(Object resource) {
-        Lifetime lifetime = SharedSecrets.root().lifetime(resource);
-        lifetime.retain();
-        retained.add(lifetime);
+        retained.add(SharedSecrets.root().lifetime(resource));
     }
 
     private List<MemorySegment> handles(GraphNode... dependencies) {
@@ -367,10 +355,7 @@ public final class CudaGraph implements AutoCloseable {
         try {
             Graphs.destroy(handle);
         } finally {
-            synchronized (retained) {
-                retained.forEach(Lifetime::release);
-                retained.clear();
-            }
+            retained.releaseAll();
         }
     }
 }

@@ -1,13 +1,11 @@
 package org.cudagraph4j.graph;
 
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
-import java.util.Collections;
-import java.util.List;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.KernelArguments;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.Lifetime;
+import org.cudagraph4j.internal.RetainedSet;
 
 /**
  * An executable graph ({@code cudaGraphExec_t}), made by {@link CudaGraph#instantiate}. One
@@ -24,13 +22,13 @@ import org.cudagraph4j.internal.Lifetime;
 public final class GraphExec implements AutoCloseable {
     private final MemorySegment handle;
     private final Lifetime lifetime;
-    private final List<Lifetime> retained = Collections.synchronizedList(new ArrayList<>());
+    private final RetainedSet retained = new RetainedSet();
     private final CudaGraph template;
 
-    GraphExec(MemorySegment handle, List<Lifetime> retained, CudaGraph template) {
+    GraphExec(MemorySegment handle, RetainedSet graphResources, CudaGraph template) {
         this.handle = handle;
         this.template = template;
-        this.retained.addAll(retained);
+        this.retained.addAll(graphResources);
         this.lifetime = new Lifetime(String.format("GraphExec 0x%016X", handle.address()), this::free);
     }
 
@@ -58,7 +56,7 @@ public final class GraphExec implements AutoCloseable {
             GraphNode node = failure.node.equals(MemorySegment.NULL) ? null : graph.node(failure.node);
             throw new GraphUpdateException(failure.error, UpdateResult.fromValue(failure.result), node);
         }
-        retained.addAll(graph.retainForExecutable());
+        retained.addAll(graph.retained());
     }
 
     /**
@@ -73,7 +71,7 @@ public final class GraphExec implements AutoCloseable {
             throw new IllegalArgumentException(node + " is not a node of the graph this executable was made from");
         }
         node.requireType(GraphNodeType.KERNEL);
-        try (KernelArguments arguments = params.kernel().arguments(params.arguments().toArray())) {
+        try (KernelArguments arguments = CudaGraph.temporaryArguments(params)) {
             Graphs.setKernelNodeParams(handle(), node.handle(), CudaGraph.kernelParams(params, arguments));
         }
         CudaGraph.retainResources(params, retained);
@@ -104,10 +102,7 @@ public final class GraphExec implements AutoCloseable {
         try {
             Graphs.destroyExec(handle);
         } finally {
-            synchronized (retained) {
-                retained.forEach(Lifetime::release);
-                retained.clear();
-            }
+            retained.releaseAll();
         }
     }
 }

@@ -111,6 +111,7 @@ public final class Devices {
 
     /** Reads and clears the calling thread's last launch error. */
     public static void checkLastError(String context) {
+        CudartLoader.ensureLoaded();
         Status.check(cudaGetLastError(), "cudaGetLastError", context);
     }
 }

@@ -16,6 +16,12 @@ public final class SharedSecrets {
 
         /** The {@code void*[]} of a KernelArguments. */
         MemorySegment argumentPointers(Object kernelArguments);
+
+        /**
+         * Checked arguments for one use on the calling thread, in a confined arena: closing a
+         * shared arena costs a handshake with every thread, tens of microseconds.
+         */
+        AutoCloseable temporaryArguments(Object kernel, Object[] arguments);
     }
 
     private static volatile RootAccess root;

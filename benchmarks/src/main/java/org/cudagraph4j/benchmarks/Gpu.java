@@ -1,0 +1,59 @@
+package org.cudagraph4j.benchmarks;
+
+import org.cudagraph4j.Cuda;
+import org.cudagraph4j.CudaDevice;
+import org.cudagraph4j.CudaKernel;
+import org.cudagraph4j.CudaLibrary;
+import org.cudagraph4j.CudaStream;
+import org.cudagraph4j.Dim3;
+import org.cudagraph4j.KernelArguments;
+import org.cudagraph4j.LaunchConfig;
+import org.cudagraph4j.graph.CaptureMode;
+import org.cudagraph4j.graph.CudaGraph;
+import org.cudagraph4j.graph.StreamCapture;
+
+/**
+ * What every benchmark needs: device 0, one non-blocking stream and the empty kernel (the same
+ * {@code benchmarks/native/empty.cu} the native harness loads), loaded with
+ * {@code cudaLibraryLoadData} as the harness does.
+ */
+final class Gpu implements AutoCloseable {
+    /** The empty kernel's launch: one block of one thread, as in the native harness. */
+    static final Dim3 ONE = Dim3.of(1);
+
+    final CudaDevice device;
+    final CudaStream stream;
+    final CudaLibrary library;
+    final CudaKernel empty;
+    final KernelArguments noArguments;
+    final LaunchConfig emptyLaunch;
+
+    Gpu() {
+        device = Cuda.device(0);
+        stream = device.createStream();
+        library = CudaLibrary.loadResource(Gpu.class, "empty.fatbin");
+        empty = library.kernel("empty_kernel");
+        noArguments = empty.arguments();
+        emptyLaunch = LaunchConfig.of(ONE, ONE, stream);
+        empty.launch(emptyLaunch, noArguments);
+        stream.synchronize();
+    }
+
+    /** A chain of {@code n} empty-kernel nodes, captured from {@code n} launches. */
+    CudaGraph captureEmptyChain(int n) {
+        try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+            for (int i = 0; i < n; i++) {
+                empty.launch(emptyLaunch, noArguments);
+            }
+            return capture.end();
+        }
+    }
+
+    @Override
+    public void close() {
+        stream.synchronize();
+        noArguments.close();
+        library.close();
+        stream.close();
+    }
+}

@@ -1,0 +1,333 @@
+package org.cudagraph4j.benchmarks;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Turns one run's JMH JSON and native JSON into {@code results.md} (medians side by side, with
+ * the ratios graph/eager, Java/native and Java/JNI, and the targets met or missed) and
+ * {@code chart.svg}.
+ *
+ * <p>Usage: {@code Report jmh.json native.json outputDir}. The native file may be absent, when no
+ * nvcc was found; its columns then read n/a.
+ */
+public final class Report {
+    private static final int[] LAUNCH_N = {1, 2, 8, 32, 128};
+    private static final int[] LAYERS = {1, 16};
+    private static final int[] NODES = {10, 100, 1000};
+    private static final String[] CALLS = {"cudaLaunchKernel", "cudaGraphLaunch", "cudaStreamQuery", "cudaGetLastError"};
+    private static final String[] BINDINGS = {"api", "raw", "jni"};
+
+    /** Median per canonical name, in the native harness's unit for that name (µs or ns). */
+    private final Map<String, Double> java = new LinkedHashMap<>();
+    private final Map<String, Double> nativeResults = new LinkedHashMap<>();
+    private String device = "unknown GPU";
+    private String driver = "";
+
+    public static void main(String[] args) throws IOException {
+        if (args.length != 3) {
+            System.err.println("usage: Report jmh.json native.json outputDir");
+            System.exit(2);
+        }
+        Report report = new Report();
+        report.readJmh(Files.readString(Path.of(args[0])));
+        Path nativeFile = Path.of(args[1]);
+        if (Files.exists(nativeFile)) {
+            report.readNative(Files.readString(nativeFile));
+        }
+        Path out = Path.of(args[2]);
+        Files.createDirectories(out);
+        Files.writeString(out.resolve("results.md"), report.markdown());
+        Files.writeString(out.resolve("chart.svg"), report.svg());
+        System.out.print(report.markdown());
+    }
+
+    @SuppressWarnings("unchecked")
+    void readJmh(String json) {
+        for (Object entry : (List<Object>) Json.parse(json)) {
+            Map<String, Object> result = (Map<String, Object>) entry;
+            String benchmark = (String) result.get("benchmark");
+            String method = benchmark.substring(benchmark.lastIndexOf('.') + 1);
+            String type = benchmark.substring(0, benchmark.lastIndexOf('.'));
+            type = type.substring(type.lastIndexOf('.') + 1);
+            Map<String, Object> params = (Map<String, Object>) result.getOrDefault("params", Map.of());
+            Map<String, Object> metric = (Map<String, Object>) result.get("primaryMetric");
+            Map<String, Object> percentiles = (Map<String, Object>) metric.get("scorePercentiles");
+            double median = percentiles != null && percentiles.get("50.0") != null
+                    ? (Double) percentiles.get("50.0") : (Double) metric.get("score");
+            String unit = (String) metric.get("scoreUnit");
+            String key = canonicalName(type, method, params);
+            if (key != null) {
+                java.put(key, inUnit(median, unit, key));
+            }
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    void readNative(String json) {
+        Map<String, Object> root = (Map<String, Object>) Json.parse(json);
+        device = (String) root.getOrDefault("device", device);
+        driver = root.getOrDefault("driver_release", "") + " (CUDA " + root.getOrDefault("runtime", "?") + ")";
+        for (Object entry : (List<Object>) root.get("benchmarks")) {
+            Map<String, Object> result = (Map<String, Object>) entry;
+            nativeResults.put((String) result.get("name"), (Double) result.get("median"));
+        }
+    }
+
+    /** The native harness's name for a JMH result; binding results carry their path in brackets. */
+    static String canonicalName(String type, String method, Map<String, Object> params) {
+        return switch (type) {
+            case "LaunchOverhead" -> "launch_overhead/" + method + "/" + params.get("n");
+            case "SeedLinear" -> "seed_linear/" + snake(method) + "/" + params.get("layers");
+            case "SeedShapeEmpty" -> "seed_shape_empty/" + method + "/" + params.get("layers");
+            case "GraphLifecycle" -> "graph_lifecycle/" + snake(method) + "/" + params.get("nodes");
+            case "BindingOverhead" -> "binding/" + method + " [" + params.get("binding") + "]";
+            default -> null;
+        };
+    }
+
+    private static String snake(String camel) {
+        return camel.replaceAll("([a-z])([A-Z])", "$1_$2").toLowerCase(Locale.ROOT);
+    }
+
+    /** Binding results are in ns, everything else in µs, as the native harness reports them. */
+    private static double inUnit(double value, String jmhUnit, String key) {
+        double nanos = switch (jmhUnit) {
+            case "ns/op" -> value;
+            case "us/op" -> value * 1e3;
+            case "ms/op" -> value * 1e6;
+            case "s/op" -> value * 1e9;
+            default -> throw new IllegalArgumentException("unexpected JMH unit " + jmhUnit);
+        };
+        return key.startsWith("binding/") ? nanos : nanos / 1e3;
+    }
+
+    String markdown() {
+        StringBuilder md = new StringBuilder();
+        md.append("# Launch overhead on ").append(device).append("\n\n");
+        md.append("Medians from one run: JMH (Java, `SampleTime`) and the native C++ harness, side by side. ");
+        md.append("Driver ").append(driver).append(". Ratios below 1 favour the numerator's alternative.\n\n");
+
+        md.append("## Eager launches vs one graph launch (µs per iteration, including the sync)\n\n");
+        md.append("| N | Java eager | Java graph | Java eager/graph | native eager | native graph | native eager/graph | Java/native eager | Java/native graph |\n");
+        md.append("|---|---|---|---|---|---|---|---|---|\n");
+        for (int n : LAUNCH_N) {
+            String eager = "launch_overhead/eager/" + n;
+            String graph = "launch_overhead/graph/" + n;
+            md.append("| ").append(n).append(" | ").append(f(java.get(eager))).append(" | ").append(f(java.get(graph)))
+                    .append(" | ").append(ratio(java.get(eager), java.get(graph))).append(" | ")
+                    .append(f(nativeResults.get(eager))).append(" | ").append(f(nativeResults.get(graph))).append(" | ")
+                    .append(ratio(nativeResults.get(eager), nativeResults.get(graph))).append(" | ")
+                    .append(ratio(java.get(eager), nativeResults.get(eager))).append(" | ")
+                    .append(ratio(java.get(graph), nativeResults.get(graph))).append(" |\n");
+        }
+
+        md.append("\n## One call, three Java bindings and native (ns per call)\n\n");
+        md.append("`cudaLaunchKernel` and `cudaGraphLaunch` are host-only enqueue costs, bursts of 256 with an untimed sync.\n\n");
+        md.append("| call | Java API | raw bindings | JNI (JavaCPP) | native | API/native | raw/native | JNI/native | API/JNI |\n");
+        md.append("|---|---|---|---|---|---|---|---|---|\n");
+        for (String call : CALLS) {
+            Double api = java.get("binding/" + call + " [api]");
+            Double raw = java.get("binding/" + call + " [raw]");
+            Double jni = java.get("binding/" + call + " [jni]");
+            Double cpp = nativeResults.get("binding/" + call);
+            md.append("| `").append(call).append("` | ").append(f(api)).append(" | ").append(f(raw)).append(" | ")
+                    .append(f(jni)).append(" | ").append(f(cpp)).append(" | ").append(ratio(api, cpp)).append(" | ")
+                    .append(ratio(raw, cpp)).append(" | ").append(ratio(jni, cpp)).append(" | ").append(ratio(api, jni))
+                    .append(" |\n");
+        }
+
+        md.append("\n## The seed's Linear layer, L layers of 2048 x 640 x 640 (µs per forward, including the sync)\n\n");
+        md.append("| L | variant | Java eager | Java graph | Java eager/graph | native eager | native graph | native eager/graph |\n");
+        md.append("|---|---|---|---|---|---|---|---|\n");
+        for (int layers : LAYERS) {
+            seedRow(md, layers, "unfused (2 kernels)", "seed_linear/eager/", "seed_linear/graph/");
+            seedRow(md, layers, "fused (1 kernel)", "seed_linear/fused_eager/", "seed_linear/fused_graph/");
+            seedRow(md, layers, "empty kernels at the seed's shapes", "seed_shape_empty/eager/", "seed_shape_empty/graph/");
+        }
+
+        md.append("\n## Graph lifecycle (µs per operation)\n\n");
+        md.append("| operation | nodes | Java | native | Java/native |\n|---|---|---|---|---|\n");
+        for (String operation : new String[] {"capture", "instantiate", "update_whole", "update_node"}) {
+            for (int nodes : NODES) {
+                String key = "graph_lifecycle/" + operation + "/" + nodes;
+                md.append("| ").append(operation).append(" | ").append(nodes).append(" | ").append(f(java.get(key)))
+                        .append(" | ").append(f(nativeResults.get(key))).append(" | ")
+                        .append(ratio(java.get(key), nativeResults.get(key))).append(" |\n");
+            }
+        }
+
+        md.append("\n## Targets\n\n");
+        for (String call : new String[] {"cudaLaunchKernel", "cudaGraphLaunch"}) {
+            target(md, "Java API/native for `" + call + "` at most 1.02",
+                    java.get("binding/" + call + " [api]"), nativeResults.get("binding/" + call), 1.02);
+        }
+        for (String call : CALLS) {
+            target(md, "Java API at most JNI for `" + call + "`", java.get("binding/" + call + " [api]"),
+                    java.get("binding/" + call + " [jni]"), 1.0);
+        }
+        for (int layers : LAYERS) {
+            for (String prefix : new String[] {"seed_linear", "seed_shape_empty"}) {
+                Double javaSpeedup = speedup(java, prefix, layers);
+                Double nativeSpeedup = speedup(nativeResults, prefix, layers);
+                String label = "Java graph speedup at least native's, " + prefix + " L=" + layers + " (Java "
+                        + f(javaSpeedup) + "x, native " + f(nativeSpeedup) + "x)";
+                target(md, label, nativeSpeedup, javaSpeedup, 1.0);
+            }
+        }
+        return md.toString();
+    }
+
+    private void seedRow(StringBuilder md, int layers, String variant, String eagerPrefix, String graphPrefix) {
+        String eager = eagerPrefix + layers;
+        String graph = graphPrefix + layers;
+        md.append("| ").append(layers).append(" | ").append(variant).append(" | ").append(f(java.get(eager)))
+                .append(" | ").append(f(java.get(graph))).append(" | ").append(ratio(java.get(eager), java.get(graph)))
+                .append(" | ").append(f(nativeResults.get(eager))).append(" | ").append(f(nativeResults.get(graph)))
+                .append(" | ").append(ratio(nativeResults.get(eager), nativeResults.get(graph))).append(" |\n");
+    }
+
+    private static Double speedup(Map<String, Double> results, String prefix, int layers) {
+        Double eager = results.get(prefix + "/eager/" + layers);
+        Double graph = results.get(prefix + "/graph/" + layers);
+        return eager == null || graph == null ? null : eager / graph;
+    }
+
+    /** Met when {@code value / reference <= limit}. */
+    private static void target(StringBuilder md, String label, Double value, Double reference, double limit) {
+        String verdict;
+        if (value == null || reference == null) {
+            verdict = "not measured";
+        } else {
+            double ratio = value / reference;
+            verdict = (ratio <= limit ? "met" : "missed") + String.format(Locale.ROOT, " (ratio %.3f)", ratio);
+        }
+        md.append("- ").append(label).append(": **").append(verdict).append("**\n");
+    }
+
+    private static String f(Double value) {
+        if (value == null) {
+            return "n/a";
+        }
+        return value >= 100 ? String.format(Locale.ROOT, "%.0f", value) : String.format(Locale.ROOT, "%.2f", value);
+    }
+
+    private static String ratio(Double a, Double b) {
+        return a == null || b == null ? "n/a" : String.format(Locale.ROOT, "%.3f", a / b);
+    }
+
+    /** Two panels: eager vs graph for each N (log scale), and the four calls through each binding. */
+    String svg() {
+        int width = 960;
+        int height = 420;
+        StringBuilder svg = new StringBuilder();
+        svg.append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"").append(width).append("\" height=\"")
+                .append(height).append("\" font-family=\"sans-serif\" font-size=\"11\">\n");
+        svg.append("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
+        svg.append(text(width / 2, 18, "Launch overhead on " + escape(device) + " (medians of one run)", 14, "middle"));
+
+        List<String> series = List.of("Java eager", "Java graph", "native eager", "native graph");
+        List<String> colors = List.of("#d62728", "#1f77b4", "#ff9896", "#aec7e8");
+        List<String> groups = new ArrayList<>();
+        List<double[]> values = new ArrayList<>();
+        for (int n : LAUNCH_N) {
+            groups.add("N=" + n);
+            values.add(new double[] {value(java, "launch_overhead/eager/" + n), value(java, "launch_overhead/graph/" + n),
+                    value(nativeResults, "launch_overhead/eager/" + n), value(nativeResults, "launch_overhead/graph/" + n)});
+        }
+        panel(svg, 40, 40, 440, 330, "µs per iteration (log scale)", groups, series, colors, values);
+
+        List<String> bindingSeries = List.of("Java API", "raw bindings", "JNI (JavaCPP)", "native C++");
+        List<String> bindingColors = List.of("#d62728", "#ff7f0e", "#2ca02c", "#7f7f7f");
+        List<String> calls = new ArrayList<>();
+        List<double[]> bindingValues = new ArrayList<>();
+        for (String call : CALLS) {
+            calls.add(call);
+            bindingValues.add(new double[] {value(java, "binding/" + call + " [api]"),
+                    value(java, "binding/" + call + " [raw]"), value(java, "binding/" + call + " [jni]"),
+                    value(nativeResults, "binding/" + call)});
+        }
+        panel(svg, 520, 40, 420, 330, "ns per call (log scale)", calls, bindingSeries, bindingColors, bindingValues);
+        svg.append("</svg>\n");
+        return svg.toString();
+    }
+
+    private static double value(Map<String, Double> results, String key) {
+        Double value = results.get(key);
+        return value == null ? Double.NaN : value;
+    }
+
+    private static void panel(StringBuilder svg, int x, int y, int width, int height, String axis, List<String> groups,
+            List<String> series, List<String> colors, List<double[]> values) {
+        double max = 0;
+        double min = Double.MAX_VALUE;
+        for (double[] group : values) {
+            for (double v : group) {
+                if (!Double.isNaN(v) && v > 0) {
+                    max = Math.max(max, v);
+                    min = Math.min(min, v);
+                }
+            }
+        }
+        if (max == 0) {
+            max = 1;
+            min = 1;
+        }
+        double low = Math.pow(10, Math.floor(Math.log10(min)));
+        double high = Math.pow(10, Math.ceil(Math.log10(max)));
+        int plotTop = y + 20;
+        int plotBottom = y + height - 40;
+        int plotLeft = x + 50;
+        int plotRight = x + width;
+        svg.append(text(x, y + 10, axis, 11, "start"));
+        for (double tick = low; tick <= high * 1.0001; tick *= 10) {
+            int ty = scale(tick, low, high, plotTop, plotBottom);
+            svg.append(String.format(Locale.ROOT,
+                    "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>%n", plotLeft, ty, plotRight, ty));
+            svg.append(text(plotLeft - 4, ty + 4, f(tick), 10, "end"));
+        }
+        int groupWidth = (plotRight - plotLeft) / groups.size();
+        int barWidth = (groupWidth - 10) / series.size();
+        for (int g = 0; g < groups.size(); g++) {
+            int gx = plotLeft + g * groupWidth + 5;
+            for (int s = 0; s < series.size(); s++) {
+                double v = values.get(g)[s];
+                if (Double.isNaN(v) || v <= 0) {
+                    continue;
+                }
+                int top = scale(v, low, high, plotTop, plotBottom);
+                svg.append(String.format(Locale.ROOT,
+                        "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>%s %s: %s</title></rect>%n",
+                        gx + s * barWidth, top, barWidth - 1, plotBottom - top, colors.get(s), escape(groups.get(g)),
+                        escape(series.get(s)), f(v)));
+            }
+            svg.append(text(gx + groupWidth / 2 - 5, plotBottom + 14, escape(groups.get(g)), 10, "middle"));
+        }
+        for (int s = 0; s < series.size(); s++) {
+            int lx = plotLeft + s * ((plotRight - plotLeft) / series.size());
+            svg.append(String.format(Locale.ROOT, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>%n",
+                    lx, plotBottom + 24, colors.get(s)));
+            svg.append(text(lx + 14, plotBottom + 33, escape(series.get(s)), 10, "start"));
+        }
+    }
+
+    private static int scale(double v, double low, double high, int top, int bottom) {
+        double t = (Math.log10(v) - Math.log10(low)) / (Math.log10(high) - Math.log10(low));
+        return (int) Math.round(bottom - t * (bottom - top));
+    }
+
+    private static String text(int x, int y, String content, int size, String anchor) {
+        return String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" font-size=\"%d\" text-anchor=\"%s\">%s</text>%n", x, y,
+                size, anchor, content);
+    }
+
+    private static String escape(String s) {
+        return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;");
+    }
+}
