@@ -15,11 +15,7 @@ public final class Devices {
 
     public static int count() {
         CudartLoader.ensureLoaded();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment count = arena.allocate(JAVA_INT);
-            Status.check(cudaGetDeviceCount(count), "cudaGetDeviceCount");
-            return count.get(JAVA_INT, 0);
-        }
+        return Out.intValue("cudaGetDeviceCount", null, (arena, count) -> cudaGetDeviceCount(count));
     }
 
     /** Makes {@code ordinal} current on the calling OS thread. */
@@ -30,30 +26,18 @@ public final class Devices {
 
     public static int current() {
         CudartLoader.ensureLoaded();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment device = arena.allocate(JAVA_INT);
-            Status.check(cudaGetDevice(device), "cudaGetDevice");
-            return device.get(JAVA_INT, 0);
-        }
+        return Out.intValue("cudaGetDevice", null, (arena, device) -> cudaGetDevice(device));
     }
 
     public static int runtimeVersion() {
         CudartLoader.ensureLoaded();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment version = arena.allocate(JAVA_INT);
-            Status.check(cudaRuntimeGetVersion(version), "cudaRuntimeGetVersion");
-            return version.get(JAVA_INT, 0);
-        }
+        return Out.intValue("cudaRuntimeGetVersion", null, (arena, version) -> cudaRuntimeGetVersion(version));
     }
 
     /** The newest runtime the installed driver supports; 0 when no driver is installed. */
     public static int driverVersion() {
         CudartLoader.ensureLoaded();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment version = arena.allocate(JAVA_INT);
-            Status.check(cudaDriverGetVersion(version), "cudaDriverGetVersion");
-            return version.get(JAVA_INT, 0);
-        }
+        return Out.intValue("cudaDriverGetVersion", null, (arena, version) -> cudaDriverGetVersion(version));
     }
 
     public static DeviceProperties properties(int ordinal) {
@@ -76,12 +60,8 @@ public final class Devices {
 
     /** {@code cudaDeviceGetAttribute}; {@code attribute} is a {@code cudaDeviceAttr} value. */
     public static int attribute(int attribute, int ordinal) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment value = arena.allocate(JAVA_INT);
-            Status.check(cudaDeviceGetAttribute(value, attribute, ordinal), "cudaDeviceGetAttribute",
-                    "device " + ordinal);
-            return value.get(JAVA_INT, 0);
-        }
+        return Out.intValue("cudaDeviceGetAttribute", "device " + ordinal,
+                (arena, value) -> cudaDeviceGetAttribute(value, attribute, ordinal));
     }
 
     /** Blocks until all work on the current device is done. */

@@ -91,11 +91,7 @@ public final class Graphs {
 
     public static MemorySegment create() {
         CudartLoader.ensureLoaded();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment graph = arena.allocate(ADDRESS);
-            Status.check(cudaGraphCreate(graph, 0), "cudaGraphCreate");
-            return graph.get(ADDRESS, 0);
-        }
+        return Out.pointer("cudaGraphCreate", null, (arena, graph) -> cudaGraphCreate(graph, 0));
     }
 
     public static void destroy(MemorySegment graph) {
@@ -108,28 +104,21 @@ public final class Graphs {
 
     public static MemorySegment addKernelNode(MemorySegment graph, List<MemorySegment> dependencies,
             KernelParams params) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment node = arena.allocate(ADDRESS);
-            Status.check(cudaGraphAddKernelNode(node, graph, array(arena, dependencies), dependencies.size(),
-                    kernelParams(arena, params)), "cudaGraphAddKernelNode");
-            return node.get(ADDRESS, 0);
-        }
+        return Out.pointer("cudaGraphAddKernelNode", null, (arena, node) -> cudaGraphAddKernelNode(node, graph,
+                array(arena, dependencies), dependencies.size(), kernelParams(arena, params)));
     }
 
     public static MemorySegment addMemcpyNode(MemorySegment graph, List<MemorySegment> dependencies,
             long destination, long source, long byteSize) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment node = arena.allocate(ADDRESS);
-            Status.check(cudaGraphAddMemcpyNode1D(node, graph, array(arena, dependencies), dependencies.size(),
-                    MemorySegment.ofAddress(destination), MemorySegment.ofAddress(source), byteSize,
-                    cudaMemcpyDefault()), "cudaGraphAddMemcpyNode1D");
-            return node.get(ADDRESS, 0);
-        }
+        return Out.pointer("cudaGraphAddMemcpyNode1D", null, (arena, node) -> cudaGraphAddMemcpyNode1D(node, graph,
+                array(arena, dependencies), dependencies.size(), MemorySegment.ofAddress(destination),
+                MemorySegment.ofAddress(source), byteSize, cudaMemcpyDefault()));
     }
 
+    /** A memset of {@code byteSize} bytes, one byte per element. */
     public static MemorySegment addMemsetNode(MemorySegment graph, List<MemorySegment> dependencies,
             long destination, int byteValue, long byteSize) {
-        try (Arena arena = Arena.ofConfined()) {
+        return Out.pointer("cudaGraphAddMemsetNode", null, (arena, node) -> {
             MemorySegment params = cudaMemsetParams.allocate(arena);
             cudaMemsetParams.dst(params, MemorySegment.ofAddress(destination));
             cudaMemsetParams.value(params, byteValue & 0xFF);
@@ -137,51 +126,32 @@ public final class Graphs {
             cudaMemsetParams.width(params, byteSize);
             cudaMemsetParams.height(params, 1);
             cudaMemsetParams.pitch(params, 0);
-            MemorySegment node = arena.allocate(ADDRESS);
-            Status.check(cudaGraphAddMemsetNode(node, graph, array(arena, dependencies), dependencies.size(), params),
-                    "cudaGraphAddMemsetNode");
-            return node.get(ADDRESS, 0);
-        }
+            return cudaGraphAddMemsetNode(node, graph, array(arena, dependencies), dependencies.size(), params);
+        });
     }
 
     public static MemorySegment addEmptyNode(MemorySegment graph, List<MemorySegment> dependencies) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment node = arena.allocate(ADDRESS);
-            Status.check(cudaGraphAddEmptyNode(node, graph, array(arena, dependencies), dependencies.size()),
-                    "cudaGraphAddEmptyNode");
-            return node.get(ADDRESS, 0);
-        }
+        return Out.pointer("cudaGraphAddEmptyNode", null,
+                (arena, node) -> cudaGraphAddEmptyNode(node, graph, array(arena, dependencies), dependencies.size()));
     }
 
     public static MemorySegment addEventRecordNode(MemorySegment graph, List<MemorySegment> dependencies,
             MemorySegment event) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment node = arena.allocate(ADDRESS);
-            Status.check(cudaGraphAddEventRecordNode(node, graph, array(arena, dependencies), dependencies.size(),
-                    event), "cudaGraphAddEventRecordNode");
-            return node.get(ADDRESS, 0);
-        }
+        return Out.pointer("cudaGraphAddEventRecordNode", null, (arena, node) -> cudaGraphAddEventRecordNode(node,
+                graph, array(arena, dependencies), dependencies.size(), event));
     }
 
     public static MemorySegment addEventWaitNode(MemorySegment graph, List<MemorySegment> dependencies,
             MemorySegment event) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment node = arena.allocate(ADDRESS);
-            Status.check(cudaGraphAddEventWaitNode(node, graph, array(arena, dependencies), dependencies.size(),
-                    event), "cudaGraphAddEventWaitNode");
-            return node.get(ADDRESS, 0);
-        }
+        return Out.pointer("cudaGraphAddEventWaitNode", null, (arena, node) -> cudaGraphAddEventWaitNode(node, graph,
+                array(arena, dependencies), dependencies.size(), event));
     }
 
     /** Adds a copy of {@code child} as one node. */
     public static MemorySegment addChildGraphNode(MemorySegment graph, List<MemorySegment> dependencies,
             MemorySegment child) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment node = arena.allocate(ADDRESS);
-            Status.check(cudaGraphAddChildGraphNode(node, graph, array(arena, dependencies), dependencies.size(),
-                    child), "cudaGraphAddChildGraphNode");
-            return node.get(ADDRESS, 0);
-        }
+        return Out.pointer("cudaGraphAddChildGraphNode", null, (arena, node) -> cudaGraphAddChildGraphNode(node,
+                graph, array(arena, dependencies), dependencies.size(), child));
     }
 
     // Introspection.
@@ -222,11 +192,7 @@ public final class Graphs {
     }
 
     public static int nodeType(MemorySegment node) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment type = arena.allocate(JAVA_INT);
-            Status.check(cudaGraphNodeGetType(node, type), "cudaGraphNodeGetType");
-            return type.get(JAVA_INT, 0);
-        }
+        return Out.intValue("cudaGraphNodeGetType", null, (arena, type) -> cudaGraphNodeGetType(node, type));
     }
 
     public static KernelParams kernelNodeParams(MemorySegment node) {
@@ -265,23 +231,16 @@ public final class Graphs {
     }
 
     public static MemorySegment childGraph(MemorySegment node) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment graph = arena.allocate(ADDRESS);
-            Status.check(cudaGraphChildGraphNodeGetGraph(node, graph), "cudaGraphChildGraphNodeGetGraph");
-            return graph.get(ADDRESS, 0);
-        }
+        return Out.pointer("cudaGraphChildGraphNodeGetGraph", null,
+                (arena, graph) -> cudaGraphChildGraphNodeGetGraph(node, graph));
     }
 
     public static MemorySegment eventOf(MemorySegment node, boolean record) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment event = arena.allocate(ADDRESS);
-            if (record) {
-                Status.check(cudaGraphEventRecordNodeGetEvent(node, event), "cudaGraphEventRecordNodeGetEvent");
-            } else {
-                Status.check(cudaGraphEventWaitNodeGetEvent(node, event), "cudaGraphEventWaitNodeGetEvent");
-            }
-            return event.get(ADDRESS, 0);
-        }
+        return record
+                ? Out.pointer("cudaGraphEventRecordNodeGetEvent", null,
+                        (arena, event) -> cudaGraphEventRecordNodeGetEvent(node, event))
+                : Out.pointer("cudaGraphEventWaitNodeGetEvent", null,
+                        (arena, event) -> cudaGraphEventWaitNodeGetEvent(node, event));
     }
 
     public static void debugDotPrint(MemorySegment graph, String path, boolean verbose) {

@@ -22,12 +22,8 @@ public final class Libraries {
     /** Loads a cubin, fatbin or NUL-terminated PTX image. */
     public static MemorySegment load(MemorySegment image, String description) {
         CudartLoader.ensureLoaded();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment library = arena.allocate(ADDRESS);
-            Status.check(cudaLibraryLoadData(library, image, MemorySegment.NULL, MemorySegment.NULL, 0,
-                    MemorySegment.NULL, MemorySegment.NULL, 0), "cudaLibraryLoadData", description);
-            return library.get(ADDRESS, 0);
-        }
+        return Out.pointer("cudaLibraryLoadData", description, (arena, library) -> cudaLibraryLoadData(library, image,
+                MemorySegment.NULL, MemorySegment.NULL, 0, MemorySegment.NULL, MemorySegment.NULL, 0));
     }
 
     public static void unload(MemorySegment library) {
@@ -35,12 +31,8 @@ public final class Libraries {
     }
 
     public static MemorySegment kernel(MemorySegment library, String name) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment kernel = arena.allocate(ADDRESS);
-            Status.check(cudaLibraryGetKernel(kernel, library, arena.allocateFrom(name)), "cudaLibraryGetKernel",
-                    "kernel " + name);
-            return kernel.get(ADDRESS, 0);
-        }
+        return Out.pointer("cudaLibraryGetKernel", "kernel " + name,
+                (arena, kernel) -> cudaLibraryGetKernel(kernel, library, arena.allocateFrom(name)));
     }
 
     public static List<MemorySegment> kernels(MemorySegment library) {
@@ -60,11 +52,7 @@ public final class Libraries {
 
     /** {@code cudaFuncGetName}: the symbol as compiled (mangled for C++ kernels). */
     public static String name(MemorySegment function) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment name = arena.allocate(ADDRESS);
-            Status.check(cudaFuncGetName(name, function), "cudaFuncGetName");
-            return Status.cString(name.get(ADDRESS, 0));
-        }
+        return Status.cString(Out.pointer("cudaFuncGetName", null, (arena, name) -> cudaFuncGetName(name, function)));
     }
 
     /** Every parameter's offset and size, from {@code cudaFuncGetParamInfo}. */

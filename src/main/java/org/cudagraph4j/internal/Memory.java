@@ -1,9 +1,7 @@
 package org.cudagraph4j.internal;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
 import static org.cudagraph4j.cudart.cudart_h.*;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -16,11 +14,8 @@ public final class Memory {
 
     /** {@code cudaMalloc} on the current device. */
     public static long malloc(long byteSize) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment pointer = arena.allocate(ADDRESS);
-            Status.check(cudaMalloc(pointer, byteSize), "cudaMalloc", byteSize + " bytes");
-            return pointer.get(ADDRESS, 0).address();
-        }
+        return Out.pointer("cudaMalloc", byteSize + " bytes", (arena, pointer) -> cudaMalloc(pointer, byteSize))
+                .address();
     }
 
     public static void free(long devicePointer) {
@@ -30,12 +25,8 @@ public final class Memory {
     /** Page-locked host memory, accessible from every device. */
     public static MemorySegment mallocHost(long byteSize) {
         CudartLoader.ensureLoaded();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment pointer = arena.allocate(ADDRESS);
-            Status.check(cudaHostAlloc(pointer, byteSize, cudaHostAllocPortable()), "cudaHostAlloc",
-                    byteSize + " bytes");
-            return pointer.get(ADDRESS, 0);
-        }
+        return Out.pointer("cudaHostAlloc", byteSize + " bytes",
+                (arena, pointer) -> cudaHostAlloc(pointer, byteSize, cudaHostAllocPortable()));
     }
 
     public static void freeHost(MemorySegment pointer) {

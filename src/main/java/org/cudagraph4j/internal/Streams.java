@@ -1,8 +1,6 @@
 package org.cudagraph4j.internal;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.cudagraph4j.cudart.cudart_h.*;
 
 import java.lang.foreign.Arena;
@@ -17,12 +15,8 @@ public final class Streams {
 
     /** A non-blocking stream (no implicit sync with the legacy default stream) on the current device. */
     public static MemorySegment create(int priority) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment stream = arena.allocate(ADDRESS);
-            Status.check(cudaStreamCreateWithPriority(stream, cudaStreamNonBlocking(), priority),
-                    "cudaStreamCreateWithPriority");
-            return stream.get(ADDRESS, 0);
-        }
+        return Out.pointer("cudaStreamCreateWithPriority", null,
+                (arena, stream) -> cudaStreamCreateWithPriority(stream, cudaStreamNonBlocking(), priority));
     }
 
     public static void destroy(MemorySegment stream) {
@@ -48,19 +42,11 @@ public final class Streams {
     }
 
     public static long id(MemorySegment stream) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment id = arena.allocate(JAVA_LONG);
-            Status.check(cudaStreamGetId(stream, id), "cudaStreamGetId");
-            return id.get(JAVA_LONG, 0);
-        }
+        return Out.longValue("cudaStreamGetId", null, (arena, id) -> cudaStreamGetId(stream, id));
     }
 
     public static MemorySegment createEvent(int flags) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment event = arena.allocate(ADDRESS);
-            Status.check(cudaEventCreateWithFlags(event, flags), "cudaEventCreateWithFlags");
-            return event.get(ADDRESS, 0);
-        }
+        return Out.pointer("cudaEventCreateWithFlags", null, (arena, event) -> cudaEventCreateWithFlags(event, flags));
     }
 
     public static void destroyEvent(MemorySegment event) {
