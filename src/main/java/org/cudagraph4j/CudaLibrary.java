@@ -36,11 +36,11 @@ public final class CudaLibrary implements AutoCloseable {
         this.source = source;
         this.imageArena = Arena.ofShared();
         // PTX must be NUL-terminated; a trailing zero after a cubin or fatbin is harmless.
-        MemorySegment native_ = imageArena.allocate(image.length + 1L, 16);
-        MemorySegment.copy(MemorySegment.ofArray(image), 0, native_, 0, image.length);
+        MemorySegment nativeImage = imageArena.allocate(image.length + 1L, 16);
+        MemorySegment.copy(MemorySegment.ofArray(image), 0, nativeImage, 0, image.length);
         MemorySegment loaded;
         try {
-            loaded = Libraries.load(native_, source);
+            loaded = Libraries.load(nativeImage, source);
         } catch (RuntimeException e) {
             imageArena.close();
             throw e;
@@ -56,7 +56,8 @@ public final class CudaLibrary implements AutoCloseable {
     }
 
     /**
-     * Loads a cubin, fatbin or PTX image.
+     * Loads a cubin, fatbin or PTX image. With lazy loading (the CUDA 13 default) the runtime may
+     * report a corrupt image only at the first kernel lookup, as a {@link CudaException} then.
      *
      * @param name names the library in errors and in {@link #toString()}
      */
