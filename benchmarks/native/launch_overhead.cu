@@ -275,6 +275,20 @@ static size_t node_count(cudaGraph_t g) {
   return n;
 }
 
+/// Times `op` followed by a stream synchronization, per repetition (µs per iteration): the shape
+/// of every benchmark that counts the device's work. `op` is a template parameter, so it inlines.
+template <class Op>
+static void bench_synced(const std::string &name, Op op) {
+  bench(name, "us", 1e6, [op](long reps) {
+    auto t0 = Clock::now();
+    for (long r = 0; r < reps; ++r) {
+      op();
+      CK(cudaStreamSynchronize(g_stream));
+    }
+    return seconds_since(t0);
+  });
+}
+
 // ------------------------------------------------------------------------------------------------
 // a. launch_overhead/{eager,graph}/N: N empty kernels + sync, vs one graph of N nodes + sync (us/iter)
 
@@ -283,13 +297,8 @@ static void bench_launch_overhead() {
   for (int N : Ns) {
     std::string name = "launch_overhead/eager/" + std::to_string(N);
     if (!selected(name)) continue;
-    bench(name, "us", 1e6, [N](long reps) {
-      auto t0 = Clock::now();
-      for (long r = 0; r < reps; ++r) {
-        for (int i = 0; i < N; ++i) CK(cudaLaunchKernel(g_empty_fn, dim3(1), dim3(1), nullptr, 0, g_stream));
-        CK(cudaStreamSynchronize(g_stream));
-      }
-      return seconds_since(t0);
+    bench_synced(name, [N] {
+      for (int i = 0; i < N; ++i) CK(cudaLaunchKernel(g_empty_fn, dim3(1), dim3(1), nullptr, 0, g_stream));
     });
   }
   for (int N : Ns) {
@@ -304,14 +313,7 @@ static void bench_launch_overhead() {
       CK(cudaGraphUpload(e, g_stream));
       CK(cudaStreamSynchronize(g_stream));
     }
-    bench(name, "us", 1e6, [e](long reps) {
-      auto t0 = Clock::now();
-      for (long r = 0; r < reps; ++r) {
-        CK(cudaGraphLaunch(e, g_stream));
-        CK(cudaStreamSynchronize(g_stream));
-      }
-      return seconds_since(t0);
-    });
+    bench_synced(name, [e] { CK(cudaGraphLaunch(e, g_stream)); });
     if (e) CK(cudaGraphExecDestroy(e));
     if (g) CK(cudaGraphDestroy(g));
   }
@@ -607,41 +609,13 @@ static void bench_seed_linear() {
     CK(cudaGraphUpload(ef, g_stream));
     CK(cudaStreamSynchronize(g_stream));
     if (selected(names[0]))
-      bench(names[0], "us", 1e6, [&](long reps) {
-        auto t0 = Clock::now();
-        for (long r = 0; r < reps; ++r) {
-          forward_unfused(m, g_stream);
-          CK(cudaStreamSynchronize(g_stream));
-        }
-        return seconds_since(t0);
-      });
+      bench_synced(names[0], [&] { forward_unfused(m, g_stream); });
     if (selected(names[1]))
-      bench(names[1], "us", 1e6, [&](long reps) {
-        auto t0 = Clock::now();
-        for (long r = 0; r < reps; ++r) {
-          CK(cudaGraphLaunch(eu, g_stream));
-          CK(cudaStreamSynchronize(g_stream));
-        }
-        return seconds_since(t0);
-      });
+      bench_synced(names[1], [&] { CK(cudaGraphLaunch(eu, g_stream)); });
     if (selected(names[2]))
-      bench(names[2], "us", 1e6, [&](long reps) {
-        auto t0 = Clock::now();
-        for (long r = 0; r < reps; ++r) {
-          forward_fused(m, g_stream);
-          CK(cudaStreamSynchronize(g_stream));
-        }
-        return seconds_since(t0);
-      });
+      bench_synced(names[2], [&] { forward_fused(m, g_stream); });
     if (selected(names[3]))
-      bench(names[3], "us", 1e6, [&](long reps) {
-        auto t0 = Clock::now();
-        for (long r = 0; r < reps; ++r) {
-          CK(cudaGraphLaunch(ef, g_stream));
-          CK(cudaStreamSynchronize(g_stream));
-        }
-        return seconds_since(t0);
-      });
+      bench_synced(names[3], [&] { CK(cudaGraphLaunch(ef, g_stream)); });
     CK(cudaGraphExecDestroy(eu));
     CK(cudaGraphExecDestroy(ef));
     CK(cudaGraphDestroy(gu));
@@ -658,14 +632,7 @@ static void bench_seed_shape_empty() {
     std::string ne = "seed_shape_empty/eager/" + std::to_string(L);
     std::string ng = "seed_shape_empty/graph/" + std::to_string(L);
     if (selected(ne))
-      bench(ne, "us", 1e6, [L](long reps) {
-        auto t0 = Clock::now();
-        for (long r = 0; r < reps; ++r) {
-          forward_shape_empty(L, g_stream);
-          CK(cudaStreamSynchronize(g_stream));
-        }
-        return seconds_since(t0);
-      });
+      bench_synced(ne, [L] { forward_shape_empty(L, g_stream); });
     if (selected(ng)) {
       cudaGraph_t g = nullptr;
       cudaGraphExec_t e = nullptr;
@@ -675,14 +642,7 @@ static void bench_seed_shape_empty() {
         CK(cudaGraphUpload(e, g_stream));
         CK(cudaStreamSynchronize(g_stream));
       }
-      bench(ng, "us", 1e6, [e](long reps) {
-        auto t0 = Clock::now();
-        for (long r = 0; r < reps; ++r) {
-          CK(cudaGraphLaunch(e, g_stream));
-          CK(cudaStreamSynchronize(g_stream));
-        }
-        return seconds_since(t0);
-      });
+      bench_synced(ng, [e] { CK(cudaGraphLaunch(e, g_stream)); });
       if (e) CK(cudaGraphExecDestroy(e));
       if (g) CK(cudaGraphDestroy(g));
     }

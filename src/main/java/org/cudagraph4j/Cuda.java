@@ -64,7 +64,7 @@ public final class Cuda {
      * @throws CudaException if an error was pending
      */
     public static void checkLastError() {
-        Devices.checkLastError(null);
+        Devices.checkLastError();
     }
 
     /**

@@ -1,5 +1,6 @@
 package org.cudagraph4j;
 
+import java.util.Arrays;
 import java.util.SplittableRandom;
 
 /** Fresh random inputs for gpu tests: never zeros, different on every run. */
@@ -34,7 +35,7 @@ public final class TestData {
     /** A float array full of NaN, to poison outputs before a run. */
     public static float[] nans(int length) {
         float[] values = new float[length];
-        java.util.Arrays.fill(values, Float.NaN);
+        Arrays.fill(values, Float.NaN);
         return values;
     }
 }

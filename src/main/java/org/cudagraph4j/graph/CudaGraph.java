@@ -133,34 +133,9 @@ public final class CudaGraph implements AutoCloseable {
     /** The nodes in dependency order; among ready nodes the lowest id comes first. */
     public List<GraphNode> topologicalOrder() {
         List<GraphNode> nodes = nodes();
-        Map<GraphNode, Integer> ids = new HashMap<>();
-        for (int i = 0; i < nodes.size(); i++) {
-            ids.put(nodes.get(i), i);
-        }
-        int[] pending = new int[nodes.size()];
-        List<List<Integer>> successors = new ArrayList<>();
-        nodes.forEach(n -> successors.add(new ArrayList<>()));
-        for (GraphEdge edge : edges()) {
-            int from = ids.get(edge.from());
-            int to = ids.get(edge.to());
-            successors.get(from).add(to);
-            pending[to]++;
-        }
-        PriorityQueue<Integer> ready = new PriorityQueue<>();
-        for (int i = 0; i < pending.length; i++) {
-            if (pending[i] == 0) {
-                ready.add(i);
-            }
-        }
-        List<GraphNode> order = new ArrayList<>();
-        while (!ready.isEmpty()) {
-            int next = ready.poll();
-            order.add(nodes.get(next));
-            for (int successor : successors.get(next)) {
-                if (--pending[successor] == 0) {
-                    ready.add(successor);
-                }
-            }
+        List<GraphNode> order = new ArrayList<>(nodes.size());
+        for (int id : topologicalIds(nodes.size(), edgesById(nodes, edges()))) {
+            order.add(nodes.get(id));
         }
         return List.copyOf(order);
     }
@@ -187,15 +162,16 @@ public final class CudaGraph implements AutoCloseable {
     /** Captures this graph's nodes, edges and node details for drawing. */
     public GraphSnapshot snapshot() {
         List<GraphNode> nodes = nodes();
-        List<GraphNode> order = topologicalOrder();
-        List<GraphSnapshot.Node> snapshotNodes = new ArrayList<>();
+        List<GraphSnapshot.Edge> edges = edgesById(nodes, edges());
+        int[] order = topologicalIds(nodes.size(), edges);
+        int[] topoIds = new int[nodes.size()];
+        for (int position = 0; position < order.length; position++) {
+            topoIds[order[position]] = position;
+        }
+        List<GraphSnapshot.Node> snapshotNodes = new ArrayList<>(nodes.size());
         for (int id = 0; id < nodes.size(); id++) {
             GraphNode node = nodes.get(id);
-            snapshotNodes.add(new GraphSnapshot.Node(id, order.indexOf(node), node.type(), fields(node)));
-        }
-        List<GraphSnapshot.Edge> edges = new ArrayList<>();
-        for (GraphEdge edge : edges()) {
-            edges.add(new GraphSnapshot.Edge(nodes.indexOf(edge.from()), nodes.indexOf(edge.to())));
+            snapshotNodes.add(new GraphSnapshot.Node(id, topoIds[id], node.type(), fields(node)));
         }
         return new GraphSnapshot(snapshotNodes, edges);
     }
@@ -276,6 +252,46 @@ public final class CudaGraph implements AutoCloseable {
                 into.add(SharedSecrets.root().lifetime(buffer));
             }
         }
+    }
+
+    /** {@code edges} with each node replaced by its position in {@code nodes}. */
+    private static List<GraphSnapshot.Edge> edgesById(List<GraphNode> nodes, List<GraphEdge> edges) {
+        Map<GraphNode, Integer> ids = new HashMap<>();
+        for (int i = 0; i < nodes.size(); i++) {
+            ids.put(nodes.get(i), i);
+        }
+        return edges.stream().map(e -> new GraphSnapshot.Edge(ids.get(e.from()), ids.get(e.to()))).toList();
+    }
+
+    /** Node ids in dependency order (Kahn's algorithm); among ready nodes the lowest id first. */
+    private static int[] topologicalIds(int count, List<GraphSnapshot.Edge> edges) {
+        int[] pending = new int[count];
+        List<List<Integer>> successors = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            successors.add(new ArrayList<>());
+        }
+        for (GraphSnapshot.Edge edge : edges) {
+            successors.get(edge.from()).add(edge.to());
+            pending[edge.to()]++;
+        }
+        PriorityQueue<Integer> ready = new PriorityQueue<>();
+        for (int i = 0; i < count; i++) {
+            if (pending[i] == 0) {
+                ready.add(i);
+            }
+        }
+        int[] order = new int[count];
+        int position = 0;
+        while (!ready.isEmpty()) {
+            int next = ready.poll();
+            order[position++] = next;
+            for (int successor : successors.get(next)) {
+                if (--pending[successor] == 0) {
+                    ready.add(successor);
+                }
+            }
+        }
+        return order;
     }
 
     private GraphExec instantiate(MemorySegment uploadStream, InstantiateFlag... flags) {

@@ -1,6 +1,7 @@
 package org.cudagraph4j.graph;
 
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
 import org.cudagraph4j.CudaKernel;
@@ -30,7 +31,7 @@ public record KernelNodeParams(CudaKernel kernel, Dim3 grid, Dim3 block, int sha
             throw new IllegalArgumentException("sharedMemBytes must not be negative, got " + sharedMemBytes);
         }
         // Arrays.asList keeps nulls, so that the argument check can name a null argument.
-        arguments = java.util.Collections.unmodifiableList(Arrays.asList(arguments.toArray()));
+        arguments = Collections.unmodifiableList(Arrays.asList(arguments.toArray()));
     }
 
     public static KernelNodeParams of(CudaKernel kernel, Dim3 grid, Dim3 block, int sharedMemBytes,

@@ -24,11 +24,6 @@ public final class Devices {
         Status.check(cudaSetDevice(ordinal), "cudaSetDevice", "device " + ordinal);
     }
 
-    public static int current() {
-        CudartLoader.ensureLoaded();
-        return Out.intValue("cudaGetDevice", null, (arena, device) -> cudaGetDevice(device));
-    }
-
     public static int runtimeVersion() {
         CudartLoader.ensureLoaded();
         return Out.intValue("cudaRuntimeGetVersion", null, (arena, version) -> cudaRuntimeGetVersion(version));
@@ -58,12 +53,6 @@ public final class Devices {
         }
     }
 
-    /** {@code cudaDeviceGetAttribute}; {@code attribute} is a {@code cudaDeviceAttr} value. */
-    public static int attribute(int attribute, int ordinal) {
-        return Out.intValue("cudaDeviceGetAttribute", "device " + ordinal,
-                (arena, value) -> cudaDeviceGetAttribute(value, attribute, ordinal));
-    }
-
     /** Blocks until all work on the current device is done. */
     public static void synchronize() {
         Status.check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
@@ -90,8 +79,8 @@ public final class Devices {
     }
 
     /** Reads and clears the calling thread's last launch error. */
-    public static void checkLastError(String context) {
+    public static void checkLastError() {
         CudartLoader.ensureLoaded();
-        Status.check(cudaGetLastError(), "cudaGetLastError", context);
+        Status.check(cudaGetLastError(), "cudaGetLastError");
     }
 }

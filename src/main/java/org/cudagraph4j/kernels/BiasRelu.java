@@ -36,7 +36,7 @@ public final class BiasRelu {
         Sgemm.checkMatrix("X", x, (long) m * n);
         Sgemm.checkMatrix("Y", y, (long) m * n);
         Sgemm.checkMatrix("bias", bias, n);
-        if (Sgemm.overlaps(y, x) && (y.allocation() != x.allocation() || y.byteOffset() != x.byteOffset())) {
+        if (Sgemm.overlaps(y, x) && y.byteOffset() != x.byteOffset()) {
             throw new IllegalArgumentException("Y must be X itself or not overlap it");
         }
         kernel.launch(LaunchConfig.of(grid, block, 0, stream), m, n, x, n, bias, y, n);

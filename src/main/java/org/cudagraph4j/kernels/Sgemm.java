@@ -76,7 +76,7 @@ public final class Sgemm {
         int ldb = bTransposed ? k : n;
         List<GemmConfig> candidates = kernels.gemmConfigs().stream()
                 .filter(c -> c.epilogue() == epilogue && c.bTransposed() == bTransposed)
-                .filter(c -> c.alignment() == 1 || (ldb % c.alignment() == 0 && b.byteOffset() % (4L * c.alignment()) == 0))
+                .filter(c -> fitsAlignment(c, ldb, b))
                 .toList();
         if (candidates.isEmpty()) {
             throw new IllegalStateException("no shipped sgemm instance for epilogue " + epilogue
@@ -117,11 +117,16 @@ public final class Sgemm {
             throw new IllegalArgumentException("the output of sgemm must not overlap its inputs");
         }
         int ldb = config.bTransposed() ? k : n;
-        if (config.alignment() > 1 && (ldb % config.alignment() != 0
-                || b.byteOffset() % (4L * config.alignment()) != 0)) {
+        if (!fitsAlignment(config, ldb, b)) {
             throw new IllegalArgumentException(config.kernelName() + " needs B's leading dimension (" + ldb
                     + ") and offset to be multiples of " + config.alignment() + " floats");
         }
+    }
+
+    /** Whether B's leading dimension and offset allow {@code config}'s vector loads. */
+    private static boolean fitsAlignment(GemmConfig config, int ldb, DeviceBuffer b) {
+        int alignment = config.alignment();
+        return alignment == 1 || (ldb % alignment == 0 && b.byteOffset() % (Float.BYTES * (long) alignment) == 0);
     }
 
     static void checkMatrix(String name, DeviceBuffer buffer, long elements) {

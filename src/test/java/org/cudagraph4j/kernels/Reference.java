@@ -3,6 +3,8 @@ package org.cudagraph4j.kernels;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.Arrays;
+
 /** Double-precision references and the comparison every kernel test uses. */
 final class Reference {
     static final double TOLERANCE = 1e-5;
@@ -15,7 +17,7 @@ final class Reference {
         double[] result = new double[m * n];
         double[] row = new double[n];
         for (int i = 0; i < m; i++) {
-            java.util.Arrays.fill(row, 0);
+            Arrays.fill(row, 0);
             for (int p = 0; p < k; p++) {
                 double aip = a[i * k + p];
                 if (bTransposed) {

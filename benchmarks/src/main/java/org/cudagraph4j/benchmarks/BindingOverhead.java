@@ -71,8 +71,7 @@ public class BindingOverhead {
     public void setUp() {
         gpu = new Gpu();
         graph = gpu.captureEmptyChain(1);
-        exec = graph.instantiate();
-        exec.upload(gpu.stream);
+        exec = gpu.ready(graph);
         calls = switch (binding) {
             case "api" -> new ApiCalls();
             case "raw" -> new RawCalls(gpu.empty.handle(), gpu.stream.handle(), exec.handle());

@@ -10,6 +10,7 @@ import org.cudagraph4j.KernelArguments;
 import org.cudagraph4j.LaunchConfig;
 import org.cudagraph4j.graph.CaptureMode;
 import org.cudagraph4j.graph.CudaGraph;
+import org.cudagraph4j.graph.GraphExec;
 import org.cudagraph4j.graph.StreamCapture;
 
 /**
@@ -47,6 +48,14 @@ final class Gpu implements AutoCloseable {
             }
             return capture.end();
         }
+    }
+
+    /** Instantiates {@code graph} and uploads it, so that no timed launch pays for either. */
+    GraphExec ready(CudaGraph graph) {
+        GraphExec exec = graph.instantiate();
+        exec.upload(stream);
+        stream.synchronize();
+        return exec;
     }
 
     @Override

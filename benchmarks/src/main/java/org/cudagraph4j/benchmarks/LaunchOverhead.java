@@ -40,9 +40,7 @@ public class LaunchOverhead {
     public void setUp() {
         gpu = new Gpu();
         graph = gpu.captureEmptyChain(n);
-        exec = graph.instantiate();
-        exec.upload(gpu.stream);
-        gpu.stream.synchronize();
+        exec = gpu.ready(graph);
     }
 
     @TearDown(Level.Trial)

@@ -78,11 +78,8 @@ public class SeedLinear {
         }
         unfusedGraph = capture(Linear.Mode.UNFUSED);
         fusedGraph = capture(Linear.Mode.FUSED);
-        unfused = unfusedGraph.instantiate();
-        fused = fusedGraph.instantiate();
-        unfused.upload(gpu.stream);
-        fused.upload(gpu.stream);
-        gpu.stream.synchronize();
+        unfused = gpu.ready(unfusedGraph);
+        fused = gpu.ready(fusedGraph);
     }
 
     @TearDown(Level.Trial)

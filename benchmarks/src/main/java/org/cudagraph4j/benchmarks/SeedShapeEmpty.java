@@ -52,9 +52,7 @@ public class SeedShapeEmpty {
             forward();
             graph = capture.end();
         }
-        exec = graph.instantiate();
-        exec.upload(gpu.stream);
-        gpu.stream.synchronize();
+        exec = gpu.ready(graph);
     }
 
     @TearDown(Level.Trial)
