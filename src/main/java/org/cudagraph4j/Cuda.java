@@ -68,6 +68,14 @@ public final class Cuda {
     }
 
     /**
+     * How many streams, events, buffers (and their bytes), libraries, graphs, executable graphs and
+     * prepared argument blocks are alive now, for leak checks and metrics. Cheap: a few atomic reads.
+     */
+    public static LiveResources liveResources() {
+        return LiveResources.now();
+    }
+
+    /**
      * Allocates page-locked host memory, usable by every device. Copies between it and device
      * memory can run asynchronously and at full bus speed.
      */

@@ -91,7 +91,10 @@ public final class CudaDevice {
         if (length <= 0) {
             throw new IllegalArgumentException("length must be positive, got " + length);
         }
-        long byteSize = Math.multiplyExact(length, type.byteSize());
+        if (length > Long.MAX_VALUE / type.byteSize()) {
+            throw new IllegalArgumentException(length + " x " + type + " is more than " + Long.MAX_VALUE + " bytes");
+        }
+        long byteSize = length * type.byteSize();
         Devices.use(ordinal);
         return DeviceBuffer.own(this, Memory.malloc(byteSize), type, length);
     }

@@ -183,6 +183,18 @@ public enum CudaError {
         return code >= 900 && code <= 908;
     }
 
+    /**
+     * Whether this error poisons the CUDA context of the process: the runtime documents that every
+     * later CUDA call then fails with it, and that only a new process can use CUDA again (an
+     * illegal address or instruction in a kernel, a device-side assert, a launch failure…).
+     */
+    public boolean isSticky() {
+        return switch (code) {
+            case 226, 700, 702, 710, 714, 715, 716, 717, 718, 719, 721, 810, 911 -> true;
+            default -> false;
+        };
+    }
+
     /** The entry for {@code code}, or {@link #UNRECOGNIZED} when this version does not know it. */
     public static CudaError fromCode(int code) {
         return BY_CODE.getOrDefault(code, UNRECOGNIZED);

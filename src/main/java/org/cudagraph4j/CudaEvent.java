@@ -1,8 +1,10 @@
 package org.cudagraph4j;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.internal.Lifetime;
+import org.cudagraph4j.internal.LiveCounters;
 import org.cudagraph4j.internal.Streams;
 
 /**
@@ -43,7 +45,9 @@ public final class CudaEvent implements AutoCloseable {
         this.device = device;
         this.handle = handle;
         this.timing = (flags & Option.DISABLE_TIMING.flag()) == 0;
-        this.lifetime = new Lifetime("CudaEvent " + CudaStream.hex(handle), () -> Streams.destroyEvent(handle));
+        this.lifetime = new Lifetime(LiveCounters.Kind.EVENT, 0, "CudaEvent " + CudaStream.hex(handle),
+                () -> Streams.destroyEvent(handle));
+        lifetime.watch(this);
     }
 
     public CudaDevice device() {
@@ -56,7 +60,7 @@ public final class CudaEvent implements AutoCloseable {
         Streams.record(handle(), streamHandle);
         CaptureTracker.Capture capture = CaptureTracker.of(streamHandle.address());
         if (capture != null) {
-            capture.use(lifetime);
+            capture.use(List.of(lifetime));
         }
         recordedIn = capture;
     }

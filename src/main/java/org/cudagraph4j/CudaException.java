@@ -18,6 +18,9 @@ import org.cudagraph4j.graph.StreamCaptureException;
 public sealed class CudaException extends RuntimeException
         permits StreamCaptureException, GraphInstantiateException, GraphUpdateException {
     private static final long serialVersionUID = 1L;
+    private static final String STICKY_ADVICE = ". The CUDA context of this process is now unusable: every later CUDA"
+            + " call fails with this error, so restart the process (an inference server should stop taking"
+            + " requests and exit for its supervisor to restart it)";
 
     private final int code;
     private final String function;
@@ -34,7 +37,8 @@ public sealed class CudaException extends RuntimeException
      */
     public CudaException(String function, int code, String cudaName, String explanation, String context) {
         super(function + ": " + cudaName + " (" + code + "): " + explanation
-                + (context == null ? "" : " [" + context + "]"));
+                + (context == null ? "" : " [" + context + "]")
+                + (CudaError.fromCode(code).isSticky() ? STICKY_ADVICE : ""));
         this.code = code;
         this.function = function;
         this.cudaName = cudaName;
@@ -51,6 +55,15 @@ public sealed class CudaException extends RuntimeException
     /** The error as an enum; {@link CudaError#UNRECOGNIZED} for codes newer than this library. */
     public CudaError error() {
         return CudaError.fromCode(code);
+    }
+
+    /**
+     * Whether this error poisons the process's CUDA context, so that every later call fails too
+     * and only a restart recovers ({@link CudaError#isSticky()}). Other errors are recoverable: the
+     * failed call had no effect, and the library and device stay usable.
+     */
+    public boolean isSticky() {
+        return error().isSticky();
     }
 
     /** The raw {@code cudaError_t} value. */

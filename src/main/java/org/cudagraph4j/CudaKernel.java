@@ -1,13 +1,14 @@
 package org.cudagraph4j;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.List;
 import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.graph.KernelNodeParams;
 import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.Libraries;
+import org.cudagraph4j.internal.Lifetime;
 
 /**
  * A kernel ({@code cudaKernel_t}) of a {@link CudaLibrary}. It knows its library and symbol name,
@@ -70,12 +71,20 @@ public final class CudaKernel {
                 "kernel " + symbol + ", " + bytes + " bytes of dynamic shared memory");
     }
 
-    /** Checks and stores arguments for repeated launches. */
+    /**
+     * Checks and stores arguments for repeated launches. Close them when done: they hold native
+     * memory (a cleaner frees forgotten ones, with a warning).
+     */
     public KernelArguments arguments(Object... arguments) {
-        return new KernelArguments(this, arguments, Arena.ofShared());
+        return new KernelArguments(this, arguments, true);
     }
 
-    /** Launches with arguments prepared by {@link #arguments}; allocates nothing. */
+    /**
+     * Launches with arguments prepared by {@link #arguments}; allocates nothing.
+     *
+     * @throws IllegalStateException if the arguments, or a buffer among them, have been closed:
+     *     a launch never touches freed memory
+     */
     public void launch(LaunchConfig config, KernelArguments arguments) {
         if (arguments.kernel() != this) {
             throw new IllegalArgumentException("arguments were prepared for kernel " + arguments.kernel().symbol()
@@ -98,23 +107,26 @@ public final class CudaKernel {
      */
     private void recordCapturedLaunch(CaptureTracker.Capture capture, LaunchConfig config, KernelArguments arguments,
             MemorySegment stream) {
-        capture.use(library.lifetime());
+        List<Lifetime> uses = new ArrayList<>();
+        uses.add(library.lifetime());
         for (Object argument : arguments.values()) {
             if (argument instanceof DeviceBuffer buffer) {
-                capture.use(buffer.allocation().lifetime());
+                uses.add(buffer.lifetime());
             }
         }
         List<MemorySegment> nodes = Graphs.captureDependencies(stream);
         if (nodes.size() == 1) {
-            capture.recordKernelNode(nodes.get(0).address(), new KernelNodeParams(this, config.grid(), config.block(),
-                    config.sharedMemBytes(), arguments.values()));
+            capture.recordKernelNode(nodes.get(0).address(), uses, new KernelNodeParams(this, config.grid(),
+                    config.block(), config.sharedMemBytes(), arguments.values()));
+        } else {
+            capture.use(uses);
         }
     }
 
     /** Checks the arguments and launches once. */
     public void launch(LaunchConfig config, Object... arguments) {
         // A confined arena: closing a shared one costs a handshake with every thread.
-        try (KernelArguments prepared = new KernelArguments(this, arguments, Arena.ofConfined())) {
+        try (KernelArguments prepared = new KernelArguments(this, arguments, false)) {
             launch(config, prepared);
         }
     }

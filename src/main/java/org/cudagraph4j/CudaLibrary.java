@@ -5,13 +5,19 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
+import org.cudagraph4j.internal.ImageValidator;
 import org.cudagraph4j.internal.Libraries;
 import org.cudagraph4j.internal.Lifetime;
+import org.cudagraph4j.internal.LiveCounters;
 
 /**
  * Device code loaded with {@code cudaLibraryLoadData}: a cubin, a fatbin or PTX. A library is not
@@ -28,59 +34,105 @@ import org.cudagraph4j.internal.Lifetime;
 public final class CudaLibrary implements AutoCloseable {
     private final String source;
     private final MemorySegment handle;
-    private final Arena imageArena;
     private final Lifetime lifetime;
     private final Map<String, CudaKernel> kernels = new ConcurrentHashMap<>();
 
     private CudaLibrary(String source, byte[] image) {
         this.source = source;
-        this.imageArena = Arena.ofShared();
+        Arena imageMemory = Arena.ofShared();
         // PTX must be NUL-terminated; a trailing zero after a cubin or fatbin is harmless.
-        MemorySegment nativeImage = imageArena.allocate(image.length + 1L, 16);
+        MemorySegment nativeImage = imageMemory.allocate(image.length + 1L, 16);
         MemorySegment.copy(MemorySegment.ofArray(image), 0, nativeImage, 0, image.length);
         MemorySegment loaded;
         try {
             loaded = Libraries.load(nativeImage, source);
         } catch (RuntimeException e) {
-            imageArena.close();
+            imageMemory.close();
             throw e;
         }
         this.handle = loaded;
-        this.lifetime = new Lifetime("CudaLibrary " + source, () -> {
-            try {
-                Libraries.unload(loaded);
-            } finally {
-                imageArena.close();
-            }
-        });
+        // The free action must not reach this object, or the cleaner could never run.
+        this.lifetime = new Lifetime(LiveCounters.Kind.LIBRARY, nativeImage.byteSize(), "CudaLibrary " + source,
+                () -> {
+                    try {
+                        Libraries.unload(loaded);
+                    } finally {
+                        imageMemory.close();
+                    }
+                });
+        lifetime.watch(this);
     }
 
     /**
-     * Loads a cubin, fatbin or PTX image. With lazy loading (the CUDA 13 default) the runtime may
-     * report a corrupt image only at the first kernel lookup, as a {@link CudaException} then.
+     * Loads a cubin, fatbin or PTX image. The image is checked first: the runtime takes no length
+     * and trusts the image's own headers, so a truncated or corrupt image is refused here, with an
+     * {@link IllegalArgumentException} naming what is wrong, before the driver can read past it.
+     * With lazy loading (the CUDA 13 default) the runtime may report other faults only at the
+     * first kernel lookup, as a {@link CudaException} then.
      *
      * @param name names the library in errors and in {@link #toString()}
+     * @throws IllegalArgumentException if the image is empty, truncated or malformed
      */
     public static CudaLibrary load(String name, byte[] image) {
+        Objects.requireNonNull(name, "name");
         Objects.requireNonNull(image, "image");
-        if (image.length == 0) {
-            throw new IllegalArgumentException("library image " + name + " is empty");
-        }
+        ImageValidator.validate(name, image);
         return new CudaLibrary(name, image);
     }
 
     /**
-     * Loads an image from a resource, resolved as {@link Class#getResourceAsStream} does from
-     * {@code anchor} (so it works for resources in the caller's own module).
+     * Loads an image from a resource next to {@code anchor}, as {@link Class#getResourceAsStream}
+     * resolves it. On the class path, or for a resource in a package that {@code anchor}'s module
+     * opens, this is all it takes; a resource in a named module's encapsulated package can only be
+     * read by that module: use {@link #loadResource(MethodHandles.Lookup, String)} there.
      *
-     * @throws IllegalArgumentException if there is no such resource
+     * @throws IllegalArgumentException if the resource cannot be found, or is not a valid image
      */
     public static CudaLibrary loadResource(Class<?> anchor, String resource) {
-        try (InputStream in = anchor.getResourceAsStream(resource)) {
-            if (in == null) {
-                throw new IllegalArgumentException("no resource " + resource + " next to " + anchor.getName());
+        Objects.requireNonNull(anchor, "anchor");
+        return load(resource, read(resource, anchor.getName(), () -> anchor.getResourceAsStream(resource)));
+    }
+
+    /**
+     * Loads an image from a resource of the caller's own module, read with the caller's rights:
+     * {@code CudaLibrary.loadResource(MethodHandles.lookup(), "kernels.cubin")} works from a named
+     * module without opening any package. The name resolves as {@link Class#getResourceAsStream}
+     * does from the lookup class.
+     *
+     * @param caller a lookup with full privilege, from {@link MethodHandles#lookup()}
+     * @throws IllegalArgumentException if the resource cannot be found, or is not a valid image
+     */
+    public static CudaLibrary loadResource(MethodHandles.Lookup caller, String resource) {
+        Objects.requireNonNull(caller, "caller");
+        Objects.requireNonNull(resource, "resource");
+        MethodHandle getResource;
+        try {
+            // Class.getResourceAsStream is caller-sensitive: through the caller's lookup, the caller is
+            // the lookup class, so its module's encapsulated resources are readable.
+            getResource = caller.findVirtual(Class.class, "getResourceAsStream",
+                    MethodType.methodType(InputStream.class, String.class));
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("cannot look up Class.getResourceAsStream through " + caller, e);
+        }
+        Class<?> anchor = caller.lookupClass();
+        return load(resource, read(resource, anchor.getName(), () -> {
+            try {
+                return (InputStream) getResource.invokeExact(anchor, resource);
+            } catch (RuntimeException | Error e) {
+                throw e;
+            } catch (Throwable e) {
+                throw new IllegalStateException(e);
             }
-            return load(resource, in.readAllBytes());
+        }));
+    }
+
+    private static byte[] read(String resource, String anchorName, Supplier<InputStream> open) {
+        try (InputStream in = open.get()) {
+            if (in == null) {
+                throw new IllegalArgumentException("no resource " + resource + " next to " + anchorName
+                        + " (in a named module, pass MethodHandles.lookup() instead of a class, or open its package)");
+            }
+            return in.readAllBytes();
         } catch (IOException e) {
             throw new UncheckedIOException("reading " + resource, e);
         }

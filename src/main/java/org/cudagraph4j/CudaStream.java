@@ -7,7 +7,9 @@ import org.cudagraph4j.graph.CaptureStatus;
 import org.cudagraph4j.graph.StreamCapture;
 import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.internal.Graphs;
+import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Lifetime;
+import org.cudagraph4j.internal.LiveCounters;
 import org.cudagraph4j.internal.Streams;
 
 /**
@@ -30,8 +32,13 @@ public final class CudaStream implements AutoCloseable {
         this.device = device;
         this.handle = handle;
         this.priority = priority;
-        this.lifetime = new Lifetime("CudaStream " + hex(handle) + " on device " + device.ordinal(),
-                () -> Streams.destroy(handle));
+        int ordinal = device.ordinal();
+        this.lifetime = new Lifetime(LiveCounters.Kind.STREAM, 0, "CudaStream " + hex(handle) + " on device " + ordinal,
+                () -> {
+                    Devices.use(ordinal); // the cleaner's thread may have another device current
+                    Streams.destroy(handle);
+                });
+        lifetime.watch(this);
     }
 
     public CudaDevice device() {

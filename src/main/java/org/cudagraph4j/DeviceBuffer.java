@@ -2,10 +2,12 @@ package org.cudagraph4j;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import java.util.Objects;
 import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Lifetime;
+import org.cudagraph4j.internal.LiveCounters;
 import org.cudagraph4j.internal.Memory;
 
 /**
@@ -13,8 +15,10 @@ import org.cudagraph4j.internal.Memory;
  * {@link #slice} of one.
  *
  * <p>Copies to and from Java arrays and heap segments go through a bounded native staging buffer;
- * copies to and from native segments go straight to the runtime. Synchronous copies return when
- * the data has arrived. The {@code Async} forms are ordered on a stream and return at once: the
+ * copies to and from native segments go straight to the runtime. Synchronous copies and
+ * {@link #memset} return when they have completed: work queued afterwards on any stream sees their
+ * result (plain {@code cudaMemcpy} does not promise that for device-to-device copies). The
+ * {@code Async} forms are ordered on a stream and return at once: the
  * host segment must stay valid until the stream reaches the copy, and only pinned memory
  * ({@link PinnedBuffer}) makes them truly asynchronous.
  *
@@ -46,9 +50,15 @@ public final class DeviceBuffer implements AutoCloseable {
     }
 
     static DeviceBuffer own(CudaDevice device, long address, ElementType type, long length) {
-        Lifetime lifetime = new Lifetime(String.format("DeviceBuffer 0x%X (%d x %s) on device %d", address, length,
-                type, device.ordinal()), () -> Memory.free(address));
-        return new DeviceBuffer(device, null, address, type, length, lifetime);
+        int ordinal = device.ordinal();
+        Lifetime lifetime = new Lifetime(LiveCounters.Kind.DEVICE_BUFFER, length * type.byteSize(),
+                String.format("DeviceBuffer 0x%X (%d x %s) on device %d", address, length, type, ordinal), () -> {
+                    Devices.use(ordinal); // the cleaner's thread may have another device current
+                    Memory.free(address);
+                });
+        DeviceBuffer buffer = new DeviceBuffer(device, null, address, type, length, lifetime);
+        lifetime.watch(buffer);
+        return buffer;
     }
 
     public CudaDevice device() {
@@ -172,7 +182,7 @@ public final class DeviceBuffer implements AutoCloseable {
     public void copyFrom(MemorySegment source) {
         checkSize(source);
         if (source.isNative()) {
-            Memory.copy(address(), source.address(), byteSize());
+            copy(address(), source.address(), byteSize());
         } else {
             stage(source, true);
         }
@@ -182,7 +192,7 @@ public final class DeviceBuffer implements AutoCloseable {
     public void copyTo(MemorySegment destination) {
         checkSize(destination);
         if (destination.isNative()) {
-            Memory.copy(destination.address(), address(), byteSize());
+            copy(destination.address(), address(), byteSize());
         } else {
             stage(destination, false);
         }
@@ -209,7 +219,7 @@ public final class DeviceBuffer implements AutoCloseable {
     /** Copies all of {@code source}, which must have this buffer's type and length. */
     public void copyFrom(DeviceBuffer source) {
         checkSame(source);
-        Memory.copy(address(), source.address(), byteSize());
+        copy(address(), source.address(), byteSize());
     }
 
     public void copyFromAsync(DeviceBuffer source, CudaStream stream) {
@@ -235,7 +245,7 @@ public final class DeviceBuffer implements AutoCloseable {
     private void keepAliveIfCapturing(CudaStream stream) {
         CaptureTracker.Capture capture = CaptureTracker.of(stream.handle().address());
         if (capture != null) {
-            capture.use(lifetime);
+            capture.use(List.of(lifetime));
         }
     }
 
@@ -285,13 +295,19 @@ public final class DeviceBuffer implements AutoCloseable {
                 long chunk = Math.min(staging.byteSize(), total - done);
                 if (toDevice) {
                     MemorySegment.copy(heap, done, staging, 0, chunk);
-                    Memory.copy(device + done, staging.address(), chunk);
+                    copy(device + done, staging.address(), chunk);
                 } else {
-                    Memory.copy(staging.address(), device + done, chunk);
+                    copy(staging.address(), device + done, chunk);
                     MemorySegment.copy(staging, 0, heap, done, chunk);
                 }
             }
         }
+    }
+
+    /** A copy complete on return, made from this buffer's device. */
+    private void copy(long destination, long source, long byteSize) {
+        Devices.use(device.ordinal());
+        Memory.copy(destination, source, byteSize);
     }
 
     private void checkType(ElementType expected) {

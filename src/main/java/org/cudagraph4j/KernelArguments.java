@@ -7,6 +7,8 @@ import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.List;
 import org.cudagraph4j.internal.KernelArgumentCodec;
+import org.cudagraph4j.internal.Lifetime;
+import org.cudagraph4j.internal.LiveCounters;
 
 /**
  * Arguments for one kernel, checked against its parameter info and kept in native memory in the
@@ -16,30 +18,49 @@ import org.cudagraph4j.internal.KernelArgumentCodec;
  * launch (and at graph-node creation), so changing an argument afterwards affects only later
  * launches.
  *
+ * <p>Prepared arguments do not keep their buffers alive: every launch checks that each buffer
+ * among them is still open and throws {@link IllegalStateException} otherwise, so a closed
+ * buffer's address (which a later allocation may reuse) never reaches the GPU.
+ *
  * <p>Thread safety: launching from several threads at once is safe; {@link #set} must not race
- * with launches or other sets.
+ * with launches or other sets, and {@link #close()} must not race with anything.
  */
 public final class KernelArguments implements AutoCloseable {
     private final CudaKernel kernel;
-    private final Arena arena;
+    private final Lifetime lifetime;
     private final MemorySegment pointers;
     private final MemorySegment values;
     private final Object[] arguments;
 
-    /** Arguments in {@code arena}, which this object closes; a confined arena serves one-shot launches. */
-    KernelArguments(CudaKernel kernel, Object[] arguments, Arena arena) {
+    /**
+     * Checked arguments. {@code prepared} ones live in a shared arena and are watched for a
+     * forgotten close; the others live in a confined arena and serve one launch on this thread
+     * (closing a shared arena costs a handshake with every thread, tens of microseconds).
+     */
+    KernelArguments(CudaKernel kernel, Object[] arguments, boolean prepared) {
         List<KernelParameter> parameters = kernel.parameters();
         KernelArgumentCodec.check(kernel.name(), parameters, arguments);
         this.kernel = kernel;
         this.arguments = arguments.clone();
-        this.arena = arena;
         int count = arguments.length;
-        this.pointers = arena.allocate(ADDRESS, Math.max(count, 1));
-        this.values = arena.allocate(KernelArgumentCodec.SLOT_BYTES * Math.max(count, 1), KernelArgumentCodec.SLOT_BYTES);
-        for (int i = 0; i < count; i++) {
-            MemorySegment slot = slot(i);
-            pointers.setAtIndex(ADDRESS, i, slot);
-            KernelArgumentCodec.write(slot, arguments[i]);
+        Arena nativeMemory = prepared ? Arena.ofShared() : Arena.ofConfined();
+        try {
+            this.pointers = nativeMemory.allocate(ADDRESS, Math.max(count, 1));
+            this.values = nativeMemory.allocate(KernelArgumentCodec.SLOT_BYTES * Math.max(count, 1),
+                    KernelArgumentCodec.SLOT_BYTES);
+            for (int i = 0; i < count; i++) {
+                MemorySegment slot = slot(i);
+                pointers.setAtIndex(ADDRESS, i, slot);
+                KernelArgumentCodec.write(slot, arguments[i]);
+            }
+        } catch (RuntimeException e) {
+            nativeMemory.close();
+            throw e;
+        }
+        this.lifetime = new Lifetime(LiveCounters.Kind.KERNEL_ARGUMENTS, values.byteSize() + pointers.byteSize(),
+                "KernelArguments for " + kernel.symbol(), nativeMemory::close);
+        if (prepared) {
+            lifetime.watch(this); // a confined arena can only be closed by its thread, never by a cleaner
         }
     }
 
@@ -64,16 +85,28 @@ public final class KernelArguments implements AutoCloseable {
 
     /** Replaces one argument, checked against the kernel's parameter info. */
     public void set(int index, Object value) {
+        ensureOpen();
         KernelParameter parameter = kernel.parameters().get(index);
         KernelArgumentCodec.check(kernel.name(), parameter, value);
         KernelArgumentCodec.write(slot(index), value);
         arguments[index] = value;
     }
 
-    /** The {@code void*[]} the runtime reads; valid until {@link #close()}. */
+    public boolean isOpen() {
+        return lifetime.isOpen();
+    }
+
+    /**
+     * The {@code void*[]} the runtime reads, after checking that the arguments and every buffer
+     * among them are open.
+     */
     MemorySegment pointers() {
-        if (!arena.scope().isAlive()) {
-            throw new IllegalStateException("KernelArguments for " + kernel.name() + " are closed");
+        ensureOpen();
+        for (int i = 0; i < arguments.length; i++) {
+            if (arguments[i] instanceof DeviceBuffer buffer && !buffer.isOpen()) {
+                throw new IllegalStateException("kernel " + kernel.symbol() + ", argument " + i + ": " + buffer
+                        + " is closed; a launch must not touch freed memory");
+            }
         }
         return pointers;
     }
@@ -81,12 +114,12 @@ public final class KernelArguments implements AutoCloseable {
     /** Frees the native argument block. Idempotent. */
     @Override
     public void close() {
-        if (arena.scope().isAlive()) {
-            try {
-                arena.close();
-            } catch (IllegalStateException alreadyClosed) {
-                // Another thread closed it first.
-            }
+        lifetime.close();
+    }
+
+    private void ensureOpen() {
+        if (!isOpen()) {
+            throw new IllegalStateException("KernelArguments for " + kernel.symbol() + " are closed");
         }
     }
 

@@ -2,6 +2,8 @@ package org.cudagraph4j;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import org.cudagraph4j.internal.Lifetime;
+import org.cudagraph4j.internal.LiveCounters;
 import org.cudagraph4j.internal.Memory;
 
 /**
@@ -14,13 +16,16 @@ import org.cudagraph4j.internal.Memory;
  * so do not close while another thread, or a queued asynchronous copy, still uses it.
  */
 public final class PinnedBuffer implements AutoCloseable {
-    private final Arena arena;
     private final MemorySegment segment;
+    private final Lifetime lifetime;
 
     @SuppressWarnings("restricted") // sizes the pointer cudaHostAlloc returned, and ties it to the arena
     PinnedBuffer(MemorySegment pointer, long byteSize) {
-        this.arena = Arena.ofShared();
+        Arena arena = Arena.ofShared();
         this.segment = pointer.reinterpret(byteSize, arena, Memory::freeHost);
+        this.lifetime = new Lifetime(LiveCounters.Kind.PINNED_BUFFER, byteSize,
+                String.format("PinnedBuffer 0x%X (%d bytes)", pointer.address(), byteSize), arena::close);
+        lifetime.watch(this);
     }
 
     /** The memory, valid until {@link #close()}. */
@@ -33,18 +38,17 @@ public final class PinnedBuffer implements AutoCloseable {
     }
 
     public boolean isOpen() {
-        return arena.scope().isAlive();
+        return lifetime.isOpen();
     }
 
     /** Frees the memory. Idempotent. */
     @Override
     public void close() {
-        if (arena.scope().isAlive()) {
-            try {
-                arena.close();
-            } catch (IllegalStateException alreadyClosed) {
-                // Another thread closed it first; closing is idempotent.
-            }
-        }
+        lifetime.close();
+    }
+
+    @Override
+    public String toString() {
+        return lifetime.toString();
     }
 }

@@ -1,6 +1,5 @@
 package org.cudagraph4j;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.SharedSecrets;
@@ -30,6 +29,6 @@ final class RootAccessBridge implements SharedSecrets.RootAccess {
 
     @Override
     public KernelArguments temporaryArguments(Object kernel, Object[] arguments) {
-        return new KernelArguments((CudaKernel) kernel, arguments, Arena.ofConfined());
+        return new KernelArguments((CudaKernel) kernel, arguments, false);
     }
 }

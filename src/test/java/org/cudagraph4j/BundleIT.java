@@ -37,6 +37,7 @@ class BundleIT {
 
         for (String expected : List.of("cudagraph4j-gpu-bundle/runtime/bin/java",
                 "cudagraph4j-gpu-bundle/bin/run-tests", "cudagraph4j-gpu-bundle/bin/run-benchmarks",
+                "cudagraph4j-gpu-bundle/bin/soak",
                 "cudagraph4j-gpu-bundle/benchmarks/benchmarks.jar",
                 "cudagraph4j-gpu-bundle/benchmarks/native/launch_overhead.cu",
                 "cudagraph4j-gpu-bundle/benchmarks/native/build.sh",
@@ -48,6 +49,7 @@ class BundleIT {
         }
         assertTrue(entries.stream().anyMatch(e -> e.endsWith("-tests.jar")), "missing the tests jar");
         assertTrue(Files.isExecutable(bundle.resolve("bin/run-tests")));
+        assertTrue(Files.isExecutable(bundle.resolve("bin/soak")));
     }
 
     @Test
@@ -80,6 +82,16 @@ class BundleIT {
         assertEquals(1, lines.size(), String.join("\n", lines));
         assertTrue(lines.get(0).startsWith("run-benchmarks: needs a CUDA GPU: cudaGetDeviceCount: cudaError"),
                 lines.get(0));
+    }
+
+    @Test
+    void runTestsRejectsAnUnknownSanitizerToolWithTheUsage() throws Exception {
+        Process process = new ProcessBuilder(bundle.resolve("bin/run-tests").toString(), "--sanitize", "bogus")
+                .redirectErrorStream(true).start();
+        String output = new String(process.getInputStream().readAllBytes());
+        assertTrue(process.waitFor(1, TimeUnit.MINUTES));
+        assertEquals(2, process.exitValue(), output);
+        assertTrue(output.contains("usage: run-tests [--sanitize memcheck|racecheck|synccheck|initcheck]"), output);
     }
 
     private static boolean hasGpu() {

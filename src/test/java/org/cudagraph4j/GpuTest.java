@@ -9,10 +9,11 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Marks a test class that needs a CUDA device. {@code mvn test} leaves these out (tag {@code gpu});
- * the GPU bundle runs them, and they fail, rather than skip, where no device is present.
+ * the GPU bundle runs them, and they fail, rather than skip, where no device is present. Each test
+ * also fails if it leaves more native resources alive than it found ({@link LeakCheck}).
  */
 @Target(ElementType.TYPE)
 @Retention(RetentionPolicy.RUNTIME)
 @Tag("gpu")
-@ExtendWith(RequireDevice.class)
+@ExtendWith({RequireDevice.class, LeakCheck.class})
 public @interface GpuTest {}

@@ -9,14 +9,19 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.PriorityQueue;
+import java.util.Queue;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.function.Supplier;
 import org.cudagraph4j.CudaEvent;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.KernelArguments;
 import org.cudagraph4j.internal.Graphs;
+import org.cudagraph4j.internal.HeldResources;
 import org.cudagraph4j.internal.Lifetime;
-import org.cudagraph4j.internal.RetainedSet;
+import org.cudagraph4j.internal.LiveCounters;
+import org.cudagraph4j.internal.NodeResources;
 import org.cudagraph4j.internal.SharedSecrets;
 
 /**
@@ -24,7 +29,8 @@ import org.cudagraph4j.internal.SharedSecrets;
  * {@linkplain CudaStream#beginCapture stream capture}. Instantiate it to launch it.
  *
  * <p>A graph keeps alive what its nodes use (kernels' libraries, buffers, events): closing those
- * while the graph, or an executable made from it, still needs them defers their release.
+ * while the graph, or an executable made from it, still needs them defers their release until the
+ * last graph or executable that uses them is closed. See the package documentation for the model.
  *
  * <p>Thread safety: the runtime does not synchronize access to one graph; use a graph from one
  * thread at a time. Distinct graphs may be used concurrently.
@@ -34,33 +40,54 @@ import org.cudagraph4j.internal.SharedSecrets;
 public final class CudaGraph implements AutoCloseable {
     private final MemorySegment handle;
     private final Lifetime lifetime;
-    private final RetainedSet retained = new RetainedSet();
+    private final HeldResources held;
+    private final Map<Long, List<Lifetime>> kernelNodeResources = new ConcurrentHashMap<>();
+    private final Queue<Lifetime> otherResources = new ConcurrentLinkedQueue<>();
     private final Map<Long, KernelNodeParams> kernelParams = new ConcurrentHashMap<>();
 
     /**
-     * @param alreadyRetained references this graph takes over and releases when closed
+     * Takes ownership of {@code handle}, which is destroyed if this constructor fails.
+     *
+     * @param captured what the nodes of a captured graph use; this graph holds it from now on
      * @param capturedKernels node address to the {@link KernelNodeParams} a capture recorded
      */
-    CudaGraph(MemorySegment handle, List<Lifetime> alreadyRetained, Map<Long, Object> capturedKernels) {
+    CudaGraph(MemorySegment handle, NodeResources captured, Map<Long, Object> capturedKernels) {
         this.handle = handle;
-        this.retained.adopt(alreadyRetained);
+        HeldResources resources = new HeldResources();
+        try {
+            resources.hold(captured.all());
+        } catch (RuntimeException e) {
+            Graphs.destroy(handle);
+            throw e;
+        }
+        this.held = resources;
+        kernelNodeResources.putAll(captured.kernelNodes());
+        otherResources.addAll(captured.others());
         capturedKernels.forEach((node, params) -> kernelParams.put(node, (KernelNodeParams) params));
-        this.lifetime = new Lifetime(String.format("CudaGraph 0x%016X", handle.address()), this::free);
+        HeldResources release = resources;
+        this.lifetime = new Lifetime(LiveCounters.Kind.GRAPH, 0,
+                String.format("CudaGraph 0x%016X", handle.address()), () -> free(handle, release));
+        lifetime.watch(this);
     }
 
     /** An empty graph, to build explicitly. */
     public static CudaGraph create() {
-        return new CudaGraph(Graphs.create(), List.of(), Map.of());
+        return new CudaGraph(Graphs.create(), new NodeResources(Map.of(), List.of()), Map.of());
     }
 
     /** Adds a kernel launch. Arguments are checked against the kernel's parameter info first. */
     public GraphNode addKernel(KernelNodeParams params, GraphNode... dependencies) {
         Objects.requireNonNull(params, "params");
         MemorySegment node;
+        List<Lifetime> uses = lifetimesOf(params);
+        held.hold(uses);
         try (KernelArguments arguments = temporaryArguments(params)) {
             node = Graphs.addKernelNode(handle(), handles(dependencies), kernelParams(params, arguments));
+        } catch (RuntimeException e) {
+            held.drop(uses);
+            throw e;
         }
-        keepAlive(params);
+        kernelNodeResources.put(node.address(), uses);
         kernelParams.put(node.address(), params);
         return new GraphNode(this, node, params);
     }
@@ -71,45 +98,37 @@ public final class CudaGraph implements AutoCloseable {
             throw new IllegalArgumentException("memcpy node: destination has " + destination.byteSize()
                     + " bytes but source has " + source.byteSize());
         }
-        MemorySegment node = Graphs.addMemcpyNode(handle(), handles(dependencies), destination.address(),
-                source.address(), source.byteSize());
-        keepAlive(destination);
-        keepAlive(source);
-        return new GraphNode(this, node, null);
+        return addNode(lifetimesOf(destination, source), () -> Graphs.addMemcpyNode(handle(), handles(dependencies),
+                destination.address(), source.address(), source.byteSize()));
     }
 
     /** Adds a memset of every byte of {@code destination} to {@code byteValue}'s low 8 bits. */
     public GraphNode addMemset(DeviceBuffer destination, int byteValue, GraphNode... dependencies) {
-        MemorySegment node = Graphs.addMemsetNode(handle(), handles(dependencies), destination.address(), byteValue,
-                destination.byteSize());
-        keepAlive(destination);
-        return new GraphNode(this, node, null);
+        return addNode(lifetimesOf(destination), () -> Graphs.addMemsetNode(handle(), handles(dependencies),
+                destination.address(), byteValue, destination.byteSize()));
     }
 
     /** Adds a node that does nothing: a join point for dependencies. */
     public GraphNode addEmpty(GraphNode... dependencies) {
-        return new GraphNode(this, Graphs.addEmptyNode(handle(), handles(dependencies)), null);
+        return addNode(List.of(), () -> Graphs.addEmptyNode(handle(), handles(dependencies)));
     }
 
     /** Adds a node that records {@code event} when its dependencies complete. */
     public GraphNode addEventRecord(CudaEvent event, GraphNode... dependencies) {
-        MemorySegment node = Graphs.addEventRecordNode(handle(), handles(dependencies), event.handle());
-        keepAlive(event);
-        return new GraphNode(this, node, null);
+        return addNode(lifetimesOf(event),
+                () -> Graphs.addEventRecordNode(handle(), handles(dependencies), event.handle()));
     }
 
     /** Adds a node that waits for {@code event}'s recorded work. */
     public GraphNode addEventWait(CudaEvent event, GraphNode... dependencies) {
-        MemorySegment node = Graphs.addEventWaitNode(handle(), handles(dependencies), event.handle());
-        keepAlive(event);
-        return new GraphNode(this, node, null);
+        return addNode(lifetimesOf(event),
+                () -> Graphs.addEventWaitNode(handle(), handles(dependencies), event.handle()));
     }
 
     /** Adds a copy of {@code child} as one node; later changes to {@code child} do not affect it. */
     public GraphNode addChildGraph(CudaGraph child, GraphNode... dependencies) {
-        MemorySegment node = Graphs.addChildGraphNode(handle(), handles(dependencies), child.handle());
-        retained.addAll(child.retained);
-        return new GraphNode(this, node, null);
+        return addNode(child.resources().all(),
+                () -> Graphs.addChildGraphNode(handle(), handles(dependencies), child.handle()));
     }
 
     /** Every node, in the runtime's order (creation order); a node's position is its {@link GraphNode#id()}. */
@@ -224,9 +243,9 @@ public final class CudaGraph implements AutoCloseable {
         return index;
     }
 
-    /** What executables made from this graph must keep alive. */
-    RetainedSet retained() {
-        return retained;
+    /** What the nodes use, for an executable made from this graph to hold. */
+    NodeResources resources() {
+        return new NodeResources(kernelNodeResources, List.copyOf(otherResources));
     }
 
     GraphNode node(MemorySegment handle) {
@@ -244,14 +263,30 @@ public final class CudaGraph implements AutoCloseable {
         return (KernelArguments) SharedSecrets.root().temporaryArguments(params.kernel(), params.arguments().toArray());
     }
 
-    /** Keeps the kernel's library and the buffers among its arguments alive. */
-    static void retainResources(KernelNodeParams params, RetainedSet into) {
-        into.add(SharedSecrets.root().lifetime(params.kernel().library()));
+    /** What a kernel node needs alive: its kernel's library and the buffers among its arguments. */
+    static List<Lifetime> lifetimesOf(KernelNodeParams params) {
+        List<Object> uses = new ArrayList<>();
+        uses.add(params.kernel().library());
         for (Object argument : params.arguments()) {
-            if (argument instanceof DeviceBuffer buffer) {
-                into.add(SharedSecrets.root().lifetime(buffer));
+            if (argument instanceof DeviceBuffer) {
+                uses.add(argument);
             }
         }
+        return lifetimesOf(uses.toArray());
+    }
+
+    /**
+     * The lifetimes behind buffers, libraries or events, which must be open: a closed one cannot
+     * go into a new node.
+     */
+    private static List<Lifetime> lifetimesOf(Object... resources) {
+        List<Lifetime> lifetimes = new ArrayList<>(resources.length);
+        for (Object resource : resources) {
+            Lifetime lifetime = SharedSecrets.root().lifetime(resource);
+            lifetime.ensureOpen();
+            lifetimes.add(lifetime);
+        }
+        return lifetimes;
     }
 
     /** {@code edges} with each node replaced by its position in {@code nodes}. */
@@ -299,14 +334,21 @@ public final class CudaGraph implements AutoCloseable {
         for (InstantiateFlag flag : flags) {
             bits |= flag.value();
         }
+        NodeResources resources = resources();
+        HeldResources execHolds = new HeldResources();
+        execHolds.hold(resources.all());
         MemorySegment exec;
         try {
             exec = Graphs.instantiate(handle(), bits, uploadStream);
         } catch (Graphs.InstantiateFailure failure) {
+            execHolds.dropAll();
             GraphNode node = failure.node.equals(MemorySegment.NULL) ? null : node(failure.node);
             throw new GraphInstantiateException(failure.error, InstantiateResult.fromValue(failure.result), node);
+        } catch (RuntimeException e) {
+            execHolds.dropAll();
+            throw e;
         }
-        return new GraphExec(exec, retained, this);
+        return new GraphExec(exec, execHolds, resources, this);
     }
 
     private List<GraphSnapshot.Field> fields(GraphNode node) {
@@ -348,12 +390,18 @@ public final class CudaGraph implements AutoCloseable {
         return new GraphSnapshot.Field(label, String.format("0x%016X", address));
     }
 
-    private void keepAlive(KernelNodeParams params) {
-        retainResources(params, retained);
-    }
-
-    private void keepAlive(Object resource) {
-        retained.add(SharedSecrets.root().lifetime(resource));
+    /** Adds a node that is not a kernel node, holding {@code uses} for it. */
+    private GraphNode addNode(List<Lifetime> uses, Supplier<MemorySegment> add) {
+        held.hold(uses);
+        MemorySegment node;
+        try {
+            node = add.get();
+        } catch (RuntimeException e) {
+            held.drop(uses);
+            throw e;
+        }
+        otherResources.addAll(uses);
+        return new GraphNode(this, node, null);
     }
 
     private List<MemorySegment> handles(GraphNode... dependencies) {
@@ -367,11 +415,11 @@ public final class CudaGraph implements AutoCloseable {
         return handles;
     }
 
-    private void free() {
+    private static void free(MemorySegment handle, HeldResources held) {
         try {
             Graphs.destroy(handle);
         } finally {
-            retained.releaseAll();
+            held.dropAll();
         }
     }
 }

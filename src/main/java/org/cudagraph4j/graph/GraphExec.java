@@ -1,80 +1,155 @@
 package org.cudagraph4j.graph;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.locks.ReentrantLock;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.KernelArguments;
 import org.cudagraph4j.internal.Graphs;
+import org.cudagraph4j.internal.HeldResources;
 import org.cudagraph4j.internal.Lifetime;
-import org.cudagraph4j.internal.RetainedSet;
+import org.cudagraph4j.internal.LiveCounters;
+import org.cudagraph4j.internal.NodeResources;
 
 /**
  * An executable graph ({@code cudaGraphExec_t}), made by {@link CudaGraph#instantiate}. One
  * {@link #launch} submits the whole graph.
  *
- * <p>It is independent of the template it came from (which may be closed), and keeps alive what
- * its nodes use: the kernels' libraries and the buffers and events they touch.
+ * <p>It is independent of the template it came from (which may be closed), and keeps alive exactly
+ * what its current nodes use: the kernels' libraries and the buffers and events they touch. An
+ * {@link #update} or {@link #updateKernelNode} that replaces a buffer lets go of the old one (so a
+ * buffer closed by its owner is freed then), and a failed one changes nothing.
  *
- * <p>Thread safety: launching from several threads is allowed, but an executable graph runs one
- * launch at a time (launches are ordered); updates must not race with launches or each other.
+ * <p>Thread safety: safe to use from several threads. The runtime does not synchronize access to
+ * one executable graph, so its operations ({@link #launch}, {@link #upload}, the updates and
+ * {@link #close}) take a lock and run one at a time; launches stay ordered on their streams as
+ * usual. Distinct executables do not contend.
  *
  * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphLaunch</a>
  */
 public final class GraphExec implements AutoCloseable {
     private final MemorySegment handle;
     private final Lifetime lifetime;
-    private final RetainedSet retained = new RetainedSet();
     private final CudaGraph template;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final HeldResources held;
+    /** What each kernel node of the template uses now, while that is known; see {@link #update}. */
+    private final Map<Long, List<Lifetime>> kernelNodeUses = new HashMap<>();
+    /** What the other nodes use, with a repeat for each node that uses a resource. */
+    private List<Lifetime> otherUses;
 
-    GraphExec(MemorySegment handle, RetainedSet graphResources, CudaGraph template) {
+    /** Takes over {@code held}, which holds {@code resources}, and the native {@code handle}. */
+    GraphExec(MemorySegment handle, HeldResources held, NodeResources resources, CudaGraph template) {
         this.handle = handle;
         this.template = template;
-        this.retained.addAll(graphResources);
-        this.lifetime = new Lifetime(String.format("GraphExec 0x%016X", handle.address()), this::free);
+        this.held = held;
+        kernelNodeUses.putAll(resources.kernelNodes());
+        otherUses = resources.others();
+        this.lifetime = new Lifetime(LiveCounters.Kind.GRAPH_EXEC, 0,
+                String.format("GraphExec 0x%016X", handle.address()), () -> free(handle, held));
+        lifetime.watch(this);
     }
 
-    /** Queues the whole graph on {@code stream}. */
+    /**
+     * Queues the whole graph on {@code stream}.
+     *
+     * @throws StreamCaptureException if {@code stream} is capturing: the runtime refuses
+     *     {@code cudaGraphLaunch} there ({@code cudaErrorStreamCaptureUnsupported}, seen with driver
+     *     580); nest the template with {@link CudaGraph#addChildGraph} instead, which keeps what it
+     *     uses alive
+     */
     public void launch(CudaStream stream) {
-        Graphs.launch(handle(), stream.handle());
+        MemorySegment streamHandle = stream.handle();
+        lock.lock();
+        try {
+            Graphs.launch(handle(), streamHandle);
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** Uploads the graph's work to the device ahead of the first launch, ordered on {@code stream}. */
     public void upload(CudaStream stream) {
-        Graphs.upload(handle(), stream.handle());
+        MemorySegment streamHandle = stream.handle();
+        lock.lock();
+        try {
+            Graphs.upload(handle(), streamHandle);
+        } finally {
+            lock.unlock();
+        }
     }
 
     /**
-     * Takes the parameters of {@code graph}, which must have this graph's topology, node types and
-     * functions ({@code cudaGraphExecUpdate}).
+     * Takes the parameters of {@code graph}, which must have this graph's topology and node types
+     * ({@code cudaGraphExecUpdate}); a kernel node may change its kernel within the same context.
+     * From then on this executable holds what {@code graph}'s nodes use, and lets go of what it held
+     * before.
      *
      * @throws GraphUpdateException naming the result kind (e.g. {@link UpdateResult#TOPOLOGY_CHANGED})
      *     and the node at fault; this executable is then unchanged
      */
     public void update(CudaGraph graph) {
+        MemorySegment graphHandle = graph.handle();
+        NodeResources next = graph.resources();
+        lock.lock();
         try {
-            Graphs.update(handle(), graph.handle());
-        } catch (Graphs.UpdateFailure failure) {
-            GraphNode node = failure.node.equals(MemorySegment.NULL) ? null : graph.node(failure.node);
-            throw new GraphUpdateException(failure.error, UpdateResult.fromValue(failure.result), node);
+            MemorySegment exec = handle();
+            held.hold(next.all());
+            try {
+                Graphs.update(exec, graphHandle);
+            } catch (Graphs.UpdateFailure failure) {
+                held.drop(next.all());
+                GraphNode node = failure.node.equals(MemorySegment.NULL) ? null : graph.node(failure.node);
+                throw new GraphUpdateException(failure.error, UpdateResult.fromValue(failure.result), node);
+            } catch (RuntimeException e) {
+                held.drop(next.all());
+                throw e;
+            }
+            // The runtime pairs nodes by topology, not by handle, so which template node took which of
+            // graph's parameters is unknown: everything held before is replaced by graph's uses as a
+            // whole, and a later updateKernelNode adds to them rather than replacing a node's share.
+            held.drop(currentUses());
+            kernelNodeUses.clear();
+            otherUses = next.all();
+        } finally {
+            lock.unlock();
         }
-        retained.addAll(graph.retained());
     }
 
     /**
      * Changes one kernel node's arguments or launch shape in this executable only
      * ({@code cudaGraphExecKernelNodeSetParams}): no re-instantiation, and the template is untouched.
-     * The kernel must stay the same.
+     * The kernel must stay the same. What the node used before and no other node uses is let go.
      *
      * @param node a kernel node of the graph this was instantiated from
+     * @throws IllegalStateException if a buffer among the arguments, or the kernel's library, is closed
      */
     public void updateKernelNode(GraphNode node, KernelNodeParams params) {
         if (node.graph() != template) {
             throw new IllegalArgumentException(node + " is not a node of the graph this executable was made from");
         }
         node.requireType(GraphNodeType.KERNEL);
-        try (KernelArguments arguments = CudaGraph.temporaryArguments(params)) {
-            Graphs.setKernelNodeParams(handle(), node.handle(), CudaGraph.kernelParams(params, arguments));
+        List<Lifetime> uses = CudaGraph.lifetimesOf(params);
+        lock.lock();
+        try {
+            MemorySegment exec = handle();
+            held.hold(uses);
+            try (KernelArguments arguments = CudaGraph.temporaryArguments(params)) {
+                Graphs.setKernelNodeParams(exec, node.handle(), CudaGraph.kernelParams(params, arguments));
+            } catch (RuntimeException e) {
+                held.drop(uses);
+                throw e;
+            }
+            List<Lifetime> previous = kernelNodeUses.put(node.handle().address(), uses);
+            if (previous != null) {
+                held.drop(previous);
+            }
+        } finally {
+            lock.unlock();
         }
-        CudaGraph.retainResources(params, retained);
     }
 
     /** The {@code cudaGraphExec_t}, for interop; valid until closed. */
@@ -87,10 +162,18 @@ public final class GraphExec implements AutoCloseable {
         return lifetime.isOpen();
     }
 
-    /** Destroys the executable; launches already queued still complete. Idempotent. */
+    /**
+     * Destroys the executable and lets go of what it held; launches already queued still complete.
+     * Idempotent.
+     */
     @Override
     public void close() {
-        lifetime.close();
+        lock.lock();
+        try {
+            lifetime.close();
+        } finally {
+            lock.unlock();
+        }
     }
 
     @Override
@@ -98,11 +181,17 @@ public final class GraphExec implements AutoCloseable {
         return lifetime.toString();
     }
 
-    private void free() {
+    private List<Lifetime> currentUses() {
+        List<Lifetime> uses = new ArrayList<>(otherUses);
+        kernelNodeUses.values().forEach(uses::addAll);
+        return uses;
+    }
+
+    private static void free(MemorySegment handle, HeldResources held) {
         try {
             Graphs.destroyExec(handle);
         } finally {
-            retained.releaseAll();
+            held.dropAll();
         }
     }
 }

@@ -5,7 +5,6 @@ import org.cudagraph4j.CudaException;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.internal.Graphs;
-import org.cudagraph4j.internal.Lifetime;
 
 /**
  * A stream capture in progress, from {@link CudaStream#beginCapture}: work queued on the stream
@@ -21,9 +20,10 @@ import org.cudagraph4j.internal.Lifetime;
  * <p>Closing without {@link #end()} ends capture and discards the partial graph, also after an
  * illegal operation invalidated it, so the stream is usable again.
  *
- * <p>Thread safety: in {@link CaptureMode#GLOBAL} and {@link CaptureMode#THREAD_LOCAL} modes, end
- * the capture on the thread that began it; a virtual thread may be on another carrier by then, so
- * capture from platform threads, or use {@link CaptureMode#RELAXED}.
+ * <p>Thread safety: use one scope from one thread at a time. In {@link CaptureMode#GLOBAL} and
+ * {@link CaptureMode#THREAD_LOCAL} modes, end the capture on the OS thread that began it; a virtual
+ * thread may be on another carrier by then, so capture from platform threads, or use
+ * {@link CaptureMode#RELAXED}. Ending from the wrong thread throws (see {@link #end()}).
  */
 public final class StreamCapture implements AutoCloseable {
     private final CudaStream stream;
@@ -61,42 +61,70 @@ public final class StreamCapture implements AutoCloseable {
     /**
      * Ends capture and returns the graph.
      *
-     * @throws StreamCaptureException if an illegal operation invalidated the capture, or a forked
-     *     stream was not joined back
+     * @throws StreamCaptureException if an illegal operation invalidated the capture, a forked
+     *     stream was not joined back, or a global or thread-local capture was ended from another
+     *     thread ({@code cudaErrorStreamCaptureWrongThread}). The scope follows the stream: if the
+     *     runtime ended the capture anyway (driver 580 does, for the wrong thread), the scope is
+     *     finished; if the stream goes on capturing, the scope stays open for {@link #end()} or
+     *     {@link #close()} from the right thread
      * @throws IllegalStateException if the capture already ended
      */
     public CudaGraph end() {
         if (finished) {
             throw new IllegalStateException("capture already ended: " + capture);
         }
-        finished = true;
         MemorySegment graph;
         try {
             graph = Graphs.endCapture(stream.handle());
         } catch (RuntimeException e) {
-            releaseAll();
+            finishUnlessStillCapturing();
             throw e;
-        } finally {
-            CaptureTracker.end(capture);
         }
-        return new CudaGraph(graph, capture.takeRetained(), capture.kernelNodes());
+        finish();
+        try {
+            return new CudaGraph(graph, capture.resources(), capture.kernelNodes());
+        } finally {
+            capture.releaseAll();
+        }
     }
 
-    /** Ends capture if {@link #end()} was not called, discarding the partial graph. Idempotent. */
+    /**
+     * Ends capture if {@link #end()} was not called, discarding the partial graph, also after an
+     * illegal operation invalidated it. Idempotent.
+     *
+     * @throws CudaException if the runtime refuses to end the capture and the stream goes on
+     *     capturing (see {@link #end()}); the scope then stays open
+     */
     @Override
     public void close() {
         if (finished) {
             return;
         }
-        finished = true;
         try {
             Graphs.destroy(Graphs.endCapture(stream.handle()));
-        } catch (CudaException invalidated) {
-            // The capture was invalidated or unjoined; ending it is all that was needed.
-        } finally {
-            CaptureTracker.end(capture);
-            releaseAll();
+        } catch (CudaException e) {
+            if (finishUnlessStillCapturing()) {
+                return; // invalidated or unjoined: ending it was all that was needed
+            }
+            throw e;
         }
+        finish();
+        capture.releaseAll();
+    }
+
+    /** Whether the capture is over after a failed end; if so, this scope is finished. */
+    private boolean finishUnlessStillCapturing() {
+        if (stream.isOpen() && stream.captureStatus() != CaptureStatus.NONE) {
+            return false;
+        }
+        finish();
+        capture.releaseAll();
+        return true;
+    }
+
+    private void finish() {
+        finished = true;
+        CaptureTracker.end(capture);
     }
 
     @Override
@@ -104,7 +132,4 @@ public final class StreamCapture implements AutoCloseable {
         return capture.toString();
     }
 
-    private void releaseAll() {
-        capture.takeRetained().forEach(Lifetime::release);
-    }
 }

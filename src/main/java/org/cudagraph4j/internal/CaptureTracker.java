@@ -1,10 +1,11 @@
 package org.cudagraph4j.internal;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -21,10 +22,15 @@ public final class CaptureTracker {
 
     private CaptureTracker() {}
 
-    /** The resources one capture has used, each retained once until the capture hands them over. */
+    /**
+     * What one capture has used: the resources its nodes need, held until the graph takes them
+     * over, and what each kernel node launches.
+     */
     public static final class Capture {
         private final String description;
-        private final Set<Lifetime> retained = ConcurrentHashMap.newKeySet();
+        private final HeldResources held = new HeldResources();
+        private final Map<Long, List<Lifetime>> kernelNodeResources = new ConcurrentHashMap<>();
+        private final Queue<Lifetime> otherResources = new ConcurrentLinkedQueue<>();
         private final Set<Long> streams = ConcurrentHashMap.newKeySet();
         private final Map<Long, Object> kernelNodes = new ConcurrentHashMap<>();
 
@@ -32,18 +38,20 @@ public final class CaptureTracker {
             this.description = description;
         }
 
-        /** Keeps {@code lifetime} alive for the graph this capture makes. */
-        public void use(Lifetime lifetime) {
-            if (retained.add(lifetime)) {
-                lifetime.retain();
-            }
+        /** Keeps {@code lifetimes} alive for a node of the graph that is not a kernel node. */
+        public void use(List<Lifetime> lifetimes) {
+            held.hold(lifetimes);
+            otherResources.addAll(lifetimes);
         }
 
         /**
-         * Remembers what a captured kernel node launches ({@code params} is its
-         * {@code KernelNodeParams}): the runtime cannot report it for library kernels.
+         * Records a captured kernel node: what it keeps alive, and what it launches
+         * ({@code params} is its {@code KernelNodeParams}), which the runtime cannot report for
+         * library kernels.
          */
-        public void recordKernelNode(long node, Object params) {
+        public void recordKernelNode(long node, List<Lifetime> lifetimes, Object params) {
+            held.hold(lifetimes);
+            kernelNodeResources.put(node, List.copyOf(lifetimes));
             kernelNodes.put(node, params);
         }
 
@@ -52,11 +60,14 @@ public final class CaptureTracker {
             return Map.copyOf(kernelNodes);
         }
 
-        /** Hands the retained references to the caller, which must release them. */
-        public List<Lifetime> takeRetained() {
-            List<Lifetime> taken = new ArrayList<>(retained);
-            retained.clear();
-            return taken;
+        /** What the captured nodes use. */
+        public NodeResources resources() {
+            return new NodeResources(kernelNodeResources, List.copyOf(otherResources));
+        }
+
+        /** Lets go of everything the capture held; the graph that took it over holds its own. */
+        public void releaseAll() {
+            held.dropAll();
         }
 
         @Override

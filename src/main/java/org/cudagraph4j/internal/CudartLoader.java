@@ -95,6 +95,16 @@ public final class CudartLoader {
         return candidates;
     }
 
+    /** The JVM refuses restricted methods to this module: say so, and what to add to the command line. */
+    static IllegalCallerException nativeAccessDenied(IllegalCallerException cause) {
+        Module module = CudartLoader.class.getModule();
+        String grant = module.isNamed() ? module.getName() : "ALL-UNNAMED";
+        return new IllegalCallerException("cudagraph4j calls the CUDA runtime through the Foreign Function & Memory"
+                + " API, and this JVM denies native access to " + (module.isNamed() ? "module " + grant
+                : "the class path") + ": run java with --enable-native-access=" + grant
+                + (module.isNamed() ? "" : " (or --enable-native-access=org.cudagraph4j on the module path)"), cause);
+    }
+
     @SuppressWarnings("restricted") // opening the CUDA runtime is this class's purpose
     static SymbolLookup load(List<Candidate> candidates) {
         List<String> failures = new ArrayList<>();
@@ -113,7 +123,9 @@ public final class CudartLoader {
                 }
                 loadedFrom = candidate.target();
                 return lookup;
-            } catch (IllegalArgumentException | IllegalCallerException e) {
+            } catch (IllegalCallerException e) {
+                throw nativeAccessDenied(e);
+            } catch (IllegalArgumentException e) {
                 failures.add(candidate + " (" + e.getMessage() + ")");
             }
         }

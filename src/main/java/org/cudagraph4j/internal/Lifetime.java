@@ -1,29 +1,59 @@
 package org.cudagraph4j.internal;
 
+import java.lang.ref.Cleaner;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The open/closed state and reference count behind every owning handle.
+ * The reference count behind one native resource. Its owner (a stream, a buffer's allocation, a
+ * library…) holds the first reference and drops it on {@code close()}; whatever must keep the
+ * resource alive beyond that (a graph needs its kernels' library and its buffers) takes another
+ * with {@link #retain()} and gives it back with {@link #release()}. The native resource is freed
+ * when the last reference goes, on the thread that drops it.
  *
- * <p>The owner holds one reference; {@link #close()} drops it once, however often it is called.
- * Whatever must outlive the owner's close (an executable graph needs its kernels' library and its
- * buffers) takes another with {@link #retain()} and gives it back with {@link #release()}. The
- * native resource is freed when the last reference goes, on the thread that drops it.
+ * <p>Every lifetime is counted in {@link LiveCounters} from creation until the native resource is
+ * freed. An owner that calls {@link #watch} also gets a safety net: if it becomes unreachable
+ * without {@code close()}, a {@link Cleaner} drops its reference and logs one warning naming the
+ * resource (with the allocation site when {@value #TRACK_PROPERTY} is {@code true}).
  */
 public final class Lifetime {
+    /** Set to {@code true} to record where each watched resource was created, for leak warnings. */
+    public static final String TRACK_PROPERTY = "org.cudagraph4j.trackAllocations";
+
+    private static final Cleaner CLEANER = Cleaner.create();
+    private static final System.Logger LOG = System.getLogger("org.cudagraph4j");
+
+    private final LiveCounters.Kind kind;
+    private final long byteSize;
     private final String description;
     private final Runnable free;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final AtomicInteger references = new AtomicInteger(1);
+    private volatile Cleaner.Cleanable cleanable;
 
     /**
+     * A lifetime for a resource that was just created.
+     *
+     * @param kind what is counted in {@link LiveCounters}
+     * @param byteSize the bytes it holds, or 0
      * @param description names the resource in errors, e.g. {@code "CudaStream 0x7f..."}
      * @param free releases the native resource; runs exactly once
      */
-    public Lifetime(String description, Runnable free) {
+    public Lifetime(LiveCounters.Kind kind, long byteSize, String description, Runnable free) {
+        this.kind = kind;
+        this.byteSize = byteSize;
         this.description = description;
         this.free = free;
+        LiveCounters.created(kind, byteSize);
+    }
+
+    /**
+     * Closes this lifetime if {@code owner} becomes unreachable while still open, and says so in
+     * the log. Call once, from the owner's constructor; the action holds no reference to the owner.
+     */
+    public void watch(Object owner) {
+        Throwable site = Boolean.getBoolean(TRACK_PROPERTY) ? new Throwable("allocated here") : null;
+        cleanable = CLEANER.register(owner, new Forgotten(this, site));
     }
 
     /** @throws IllegalStateException if the owner was closed */
@@ -37,9 +67,14 @@ public final class Lifetime {
         return !closed.get();
     }
 
-    /** Keeps the native resource alive past its owner's close, until {@link #release()}. */
+    /**
+     * Keeps the native resource alive past its owner's close, until {@link #release()}. Works while
+     * any reference is held, so a graph can pass a closed buffer it still holds on to an
+     * executable; a caller that hands in a resource checks {@link #ensureOpen()} first.
+     *
+     * @throws IllegalStateException if the resource was already freed
+     */
     public void retain() {
-        ensureOpen();
         int count;
         do {
             count = references.get();
@@ -53,7 +88,11 @@ public final class Lifetime {
     public void release() {
         int count = references.decrementAndGet();
         if (count == 0) {
-            free.run();
+            try {
+                free.run();
+            } finally {
+                LiveCounters.freed(kind, byteSize);
+            }
         } else if (count < 0) {
             throw new IllegalStateException(description + " was released more often than retained");
         }
@@ -62,6 +101,10 @@ public final class Lifetime {
     /** Drops the owner's reference; later calls do nothing. */
     public void close() {
         if (closed.compareAndSet(false, true)) {
+            Cleaner.Cleanable registered = cleanable;
+            if (registered != null) {
+                registered.clean();
+            }
             release();
         }
     }
@@ -69,5 +112,23 @@ public final class Lifetime {
     @Override
     public String toString() {
         return description;
+    }
+
+    /** The cleaner's action: runs once, when the owner is unreachable or closed. */
+    private record Forgotten(Lifetime lifetime, Throwable site) implements Runnable {
+        @Override
+        public void run() {
+            if (!lifetime.closed.compareAndSet(false, true)) {
+                return; // closed explicitly: close() deregistered us
+            }
+            String message = lifetime + " was never closed; the cleaner frees it. Close it explicitly"
+                    + (site == null ? " (run with -D" + TRACK_PROPERTY + "=true to see where it was created)" : "");
+            LOG.log(System.Logger.Level.WARNING, message, site);
+            try {
+                lifetime.release();
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "freeing " + lifetime + " failed", e);
+            }
+        }
     }
 }

@@ -33,10 +33,17 @@ public final class Memory {
         Status.check(cudaFreeHost(pointer), "cudaFreeHost");
     }
 
-    /** Synchronous copy; either side may be a device address or a native host address. */
+    /**
+     * A copy that has completed when this returns, so work queued afterwards on any stream sees
+     * it; either side may be a device address or a native host address. Plain {@code cudaMemcpy}
+     * does not promise that: device-to-device copies (and copies from pageable memory) may still be
+     * in flight when it returns, unordered with the library's non-blocking streams. So the copy is
+     * queued on the current device's legacy stream, which is then synchronized.
+     */
     public static void copy(long destination, long source, long byteSize) {
-        Status.check(cudaMemcpy(MemorySegment.ofAddress(destination), MemorySegment.ofAddress(source), byteSize,
-                cudaMemcpyDefault()), "cudaMemcpy", byteSize + " bytes");
+        Status.check(cudaMemcpyAsync(MemorySegment.ofAddress(destination), MemorySegment.ofAddress(source), byteSize,
+                cudaMemcpyDefault(), MemorySegment.NULL), "cudaMemcpyAsync", byteSize + " bytes");
+        Status.check(cudaStreamSynchronize(MemorySegment.NULL), "cudaStreamSynchronize", "after a synchronous copy");
     }
 
     /** Copy ordered on {@code stream}; host memory must stay valid until it completes. */
@@ -45,8 +52,11 @@ public final class Memory {
                 cudaMemcpyDefault(), stream), "cudaMemcpyAsync", byteSize + " bytes");
     }
 
+    /** A memset that has completed when this returns; see {@link #copy}. */
     public static void set(long devicePointer, int byteValue, long byteSize) {
-        Status.check(cudaMemset(MemorySegment.ofAddress(devicePointer), byteValue, byteSize), "cudaMemset");
+        Status.check(cudaMemsetAsync(MemorySegment.ofAddress(devicePointer), byteValue, byteSize, MemorySegment.NULL),
+                "cudaMemsetAsync");
+        Status.check(cudaStreamSynchronize(MemorySegment.NULL), "cudaStreamSynchronize", "after a synchronous memset");
     }
 
     public static void setAsync(long devicePointer, int byteValue, long byteSize, MemorySegment stream) {

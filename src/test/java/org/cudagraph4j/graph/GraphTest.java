@@ -236,8 +236,18 @@ class GraphTest {
             assertEquals(UpdateResult.TOPOLOGY_CHANGED, e.result(), e.getMessage());
             assertEquals(CudaError.GRAPH_EXEC_UPDATE_FAILURE, e.error());
             assertTrue(e.getMessage().contains("cudaGraphExecUpdateErrorTopologyChanged"), e.getMessage());
+            // The refused update left the executable as it was. y is written first: initcheck found
+            // this launch reading memory nothing had written when it went unchecked.
+            long seed = TestData.newSeed();
+            float[] y = TestData.randomFloats(N, seed);
+            dy.copyFrom(y);
             exec.launch(stream);
             stream.synchronize();
+            float[] result = dy.toFloatArray();
+            for (int i = 0; i < N; i++) {
+                assertEquals(2.0f * (i + 0.5f) + y[i], result[i], 1e-5f * Math.abs(2.0f * (i + 0.5f) + y[i]),
+                        TestData.seedDescription(seed) + ", element " + i);
+            }
         }
     }
 

@@ -4,13 +4,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 class LifetimeTest {
     private final AtomicInteger frees = new AtomicInteger();
-    private final Lifetime lifetime = new Lifetime("test resource", frees::incrementAndGet);
+    private final Lifetime lifetime = new Lifetime(LiveCounters.Kind.EVENT, 0, "test resource", frees::incrementAndGet);
 
     @Test
     void closeIsIdempotentAndFreesOnce() {
@@ -38,25 +39,80 @@ class LifetimeTest {
     }
 
     @Test
-    void retainedSetHoldsEachResourceOnceHoweverOftenAdded() {
-        RetainedSet set = new RetainedSet();
+    void aHolderRetainsEachResourceOnceAndReleasesItWithTheLastUse() {
+        HeldResources held = new HeldResources();
         for (int i = 0; i < 1000; i++) {
-            set.add(lifetime);
+            held.hold(List.of(lifetime));
         }
         lifetime.close();
-        assertEquals(0, frees.get());
-        set.releaseAll();
-        assertEquals(1, frees.get(), "one release frees it: it was retained once");
+        held.drop(Collections.nCopies(999, lifetime));
+        assertEquals(0, frees.get(), "one use is left");
+        held.drop(List.of(lifetime));
+        assertEquals(1, frees.get(), "the last use frees it: it was retained once");
     }
 
     @Test
-    void adoptingADuplicateReleasesTheExtraReference() {
-        RetainedSet set = new RetainedSet();
-        set.add(lifetime);
-        lifetime.retain();
-        set.adopt(List.of(lifetime));
+    void aHolderCanPassOnAResourceWhoseOwnerClosed() {
+        HeldResources graph = new HeldResources();
+        graph.hold(List.of(lifetime));
         lifetime.close();
-        set.releaseAll();
+        HeldResources executable = new HeldResources();
+        executable.hold(List.of(lifetime));
+        graph.dropAll();
+        assertEquals(0, frees.get(), "the executable still holds it");
+        executable.dropAll();
         assertEquals(1, frees.get());
+    }
+
+    @Test
+    void holdingIsAllOrNothing() {
+        Lifetime freed = new Lifetime(LiveCounters.Kind.EVENT, 0, "freed resource", () -> {});
+        freed.close();
+        HeldResources held = new HeldResources();
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> held.hold(List.of(lifetime, freed)));
+        assertEquals("freed resource is closed", e.getMessage());
+        lifetime.close();
+        assertEquals(1, frees.get(), "the partial hold was rolled back");
+    }
+
+    @Test
+    void liveCountsFollowTheNativeResourceNotTheOwner() {
+        long before = LiveCounters.count(LiveCounters.Kind.PINNED_BUFFER);
+        long bytesBefore = LiveCounters.bytes(LiveCounters.Kind.PINNED_BUFFER);
+        Lifetime pinned = new Lifetime(LiveCounters.Kind.PINNED_BUFFER, 4096, "pinned", () -> {});
+        assertEquals(before + 1, LiveCounters.count(LiveCounters.Kind.PINNED_BUFFER));
+        assertEquals(bytesBefore + 4096, LiveCounters.bytes(LiveCounters.Kind.PINNED_BUFFER));
+        pinned.retain();
+        pinned.close();
+        assertEquals(before + 1, LiveCounters.count(LiveCounters.Kind.PINNED_BUFFER), "still retained");
+        pinned.release();
+        assertEquals(before, LiveCounters.count(LiveCounters.Kind.PINNED_BUFFER));
+        assertEquals(bytesBefore, LiveCounters.bytes(LiveCounters.Kind.PINNED_BUFFER));
+    }
+
+    @Test
+    void anUnreachableOwnerIsFreedByTheCleaner() throws InterruptedException {
+        AtomicInteger cleanerFrees = new AtomicInteger();
+        Lifetime forgotten = new Lifetime(LiveCounters.Kind.EVENT, 0, "forgotten resource", cleanerFrees::incrementAndGet);
+        forgotten.watch(new Object());
+        for (int i = 0; i < 200 && cleanerFrees.get() == 0; i++) {
+            System.gc();
+            Thread.sleep(10);
+        }
+        assertEquals(1, cleanerFrees.get());
+        assertFalse(forgotten.isOpen());
+        forgotten.close();
+        assertEquals(1, cleanerFrees.get(), "close after the cleaner does nothing");
+    }
+
+    @Test
+    void anExplicitCloseDisarmsTheCleaner() throws InterruptedException {
+        lifetime.watch(new Object());
+        lifetime.close();
+        for (int i = 0; i < 20; i++) {
+            System.gc();
+            Thread.sleep(5);
+        }
+        assertEquals(1, frees.get(), "freed once, by close, not again by the cleaner");
     }
 }

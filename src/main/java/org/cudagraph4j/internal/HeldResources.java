@@ -1,0 +1,76 @@
+package org.cudagraph4j.internal;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The resources one owner (a graph, an executable graph, a capture) keeps alive, as a multiset: a
+ * resource used by several nodes is retained once, and released when the last node that used it
+ * is dropped. So an executable updated a million times holds exactly what its current nodes use.
+ * Thread-safe.
+ */
+public final class HeldResources {
+    private final Map<Lifetime, Integer> uses = new HashMap<>();
+
+    /**
+     * Adds one use of each lifetime, retaining those not held yet; all or nothing.
+     *
+     * @throws IllegalStateException if one was already freed; nothing is then held
+     */
+    public synchronized void hold(Collection<Lifetime> lifetimes) {
+        List<Lifetime> added = new ArrayList<>(lifetimes.size());
+        try {
+            for (Lifetime lifetime : lifetimes) {
+                if (!uses.containsKey(lifetime)) {
+                    lifetime.retain();
+                }
+                uses.merge(lifetime, 1, Integer::sum);
+                added.add(lifetime);
+            }
+        } catch (RuntimeException e) {
+            drop(added);
+            throw e;
+        }
+    }
+
+    /** Removes one use of each lifetime, releasing those no longer used. */
+    public synchronized void drop(Collection<Lifetime> lifetimes) {
+        for (Lifetime lifetime : lifetimes) {
+            Integer count = uses.get(lifetime);
+            if (count == null) {
+                throw new IllegalStateException(lifetime + " is not held");
+            }
+            if (count == 1) {
+                uses.remove(lifetime);
+                lifetime.release();
+            } else {
+                uses.put(lifetime, count - 1);
+            }
+        }
+    }
+
+    /** Releases everything held. */
+    public synchronized void dropAll() {
+        List<Lifetime> held = new ArrayList<>(uses.keySet());
+        uses.clear();
+        RuntimeException failure = null;
+        for (Lifetime lifetime : held) {
+            try {
+                lifetime.release();
+            } catch (RuntimeException e) {
+                failure = failure == null ? e : failure;
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    /** Each held lifetime once. */
+    public synchronized List<Lifetime> distinct() {
+        return List.copyOf(uses.keySet());
+    }
+}

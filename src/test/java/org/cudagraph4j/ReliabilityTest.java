@@ -1,0 +1,382 @@
+package org.cudagraph4j;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.cudagraph4j.graph.CaptureMode;
+import org.cudagraph4j.graph.CaptureStatus;
+import org.cudagraph4j.graph.CudaGraph;
+import org.cudagraph4j.graph.GraphExec;
+import org.cudagraph4j.graph.GraphNode;
+import org.cudagraph4j.graph.KernelNodeParams;
+import org.cudagraph4j.graph.StreamCapture;
+import org.cudagraph4j.graph.StreamCaptureException;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.RepeatedTest;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Regression tests for the reliability defects found on the H200: each one failed before its fix.
+ * The image-fuzz defect has its own test ({@code ImageFuzzTest}).
+ */
+@GpuTest
+class ReliabilityTest {
+    private static final long GIB = 1L << 30;
+
+    private CudaDevice device;
+    private CudaLibrary library;
+    private CudaStream stream;
+    private CudaKernel writePattern;
+    private CudaKernel saxpy;
+
+    @BeforeEach
+    void setUp() {
+        device = Cuda.device(0);
+        library = TestData.testKernels();
+        stream = device.createStream();
+        writePattern = library.kernel("write_pattern");
+        saxpy = library.kernel("saxpy");
+    }
+
+    @AfterEach
+    void tearDown() {
+        stream.close();
+        library.close();
+    }
+
+    private LaunchConfig config(int n) {
+        return LaunchConfig.of(Dim3.of(Math.min((n + 255) / 256, 1024)), Dim3.of(256), stream);
+    }
+
+    // Defect 2: use-after-free through prepared arguments.
+
+    @Test
+    void preparedArgumentsRefuseABufferClosedAfterTheyWereMade() {
+        int n = 1 << 20;
+        DeviceBuffer closed = device.allocateFloats(n);
+        try (KernelArguments arguments = writePattern.arguments(closed, n, 1f, 2f)) {
+            closed.close();
+            // Same size, allocated right after the free: the allocator tends to hand back the same address.
+            try (DeviceBuffer live = device.allocateFloats(n)) {
+                live.memset(0xFF);
+                IllegalStateException refused = assertThrows(IllegalStateException.class,
+                        () -> writePattern.launch(config(n), arguments));
+                assertEquals("kernel write_pattern, argument 0: " + closed + " is closed; a launch must not touch"
+                        + " freed memory", refused.getMessage());
+                stream.synchronize();
+                for (float value : live.toFloatArray()) {
+                    assertTrue(Float.isNaN(value), "the refused launch wrote into a live buffer");
+                }
+            }
+        }
+    }
+
+    @Test
+    void aRefusedOneShotLaunchLeaksNoArgumentMemory() {
+        DeviceBuffer closed = device.allocateFloats(64);
+        closed.close();
+        long before = Cuda.liveResources().kernelArguments();
+        for (int i = 0; i < 1000; i++) {
+            assertThrows(IllegalStateException.class, () -> writePattern.launch(config(64), closed, 64, 1f, 0f));
+        }
+        assertEquals(before, Cuda.liveResources().kernelArguments());
+    }
+
+    @Test
+    void aGraphNodeCannotBeBuiltFromAClosedBuffer() {
+        DeviceBuffer closed = device.allocateFloats(64);
+        closed.close();
+        try (CudaGraph graph = CudaGraph.create()) {
+            IllegalStateException refused = assertThrows(IllegalStateException.class, () -> graph.addKernel(
+                    KernelNodeParams.of(writePattern, Dim3.of(1), Dim3.of(64), 0, closed, 64, 1f, 0f)));
+            assertEquals(closed + " is closed", refused.getMessage());
+            assertEquals(0, graph.nodes().size());
+        }
+    }
+
+    // Defect 3: lifetimes that contradicted the docs.
+
+    @Test
+    void instantiatingAGraphWhoseBufferAndLibraryWereClosedWorks() {
+        int n = 10_007;
+        CudaLibrary own = TestData.testKernels();
+        DeviceBuffer scratch = device.allocateFloats(n);
+        CudaGraph graph;
+        try (DeviceBuffer out = device.allocateFloats(n)) {
+            try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+                own.kernel("write_pattern").launch(config(n), scratch, n, 0.5f, 3f);
+                out.copyFromAsync(scratch, stream);
+                graph = capture.end();
+            }
+            own.close();
+            scratch.close();
+            long execsBefore = Cuda.liveResources().graphExecs();
+            try (graph; GraphExec exec = graph.instantiate()) {
+                assertEquals(execsBefore + 1, Cuda.liveResources().graphExecs());
+                out.memset(0xFF);
+                exec.launch(stream);
+                stream.synchronize();
+                float[] result = out.toFloatArray();
+                for (int i = 0; i < n; i++) {
+                    assertEquals(i * 0.5f + 3f, result[i], "element " + i);
+                }
+            }
+        }
+    }
+
+    @Test
+    void updatingFromAGraphWhoseBufferWasClosedKeepsThatBufferAlive() {
+        int n = 4096;
+        try (DeviceBuffer out = device.allocateFloats(n);
+                CudaGraph first = writeThenCopy(writePattern, device.allocateFloats(n), out, n, 1f, true);
+                GraphExec exec = first.instantiate()) {
+            DeviceBuffer second = device.allocateFloats(n);
+            try (CudaGraph next = writeThenCopy(writePattern, second, out, n, 2f, false)) {
+                second.close();
+                exec.update(next);
+            }
+            out.memset(0xFF);
+            exec.launch(stream);
+            stream.synchronize();
+            assertEquals(2f * (n - 1), out.toFloatArray()[n - 1], "the executable still reads the updated buffer");
+        }
+    }
+
+    /** Kernel writes {@code scratch[i] = i * scale}, then a memcpy node copies it to {@code out}. */
+    private static CudaGraph writeThenCopy(CudaKernel writePattern, DeviceBuffer scratch, DeviceBuffer out, int n,
+            float scale, boolean closeScratch) {
+        CudaGraph graph = CudaGraph.create();
+        GraphNode write = graph.addKernel(KernelNodeParams.of(writePattern, Dim3.of(16), Dim3.of(256), 0,
+                scratch, n, scale, 0f));
+        graph.addMemcpy(out, scratch, write);
+        if (closeScratch) {
+            scratch.close();
+        }
+        return graph;
+    }
+
+    @Test
+    void anExecutableUpdatedNodeByNodeHoldsOnlyTheBuffersItUsesNow() {
+        long floats = GIB / Float.BYTES;
+        LiveResources start = Cuda.liveResources();
+        DeviceBuffer current = device.allocateFloats(floats);
+        try (CudaGraph graph = CudaGraph.create()) {
+            GraphNode node = graph.addKernel(KernelNodeParams.of(writePattern, Dim3.of(1024), Dim3.of(256), 0,
+                    current, (int) floats, 1f, 0f));
+            try (GraphExec exec = graph.instantiate()) {
+                for (int update = 1; update <= 6; update++) {
+                    DeviceBuffer next = device.allocateFloats(floats);
+                    exec.updateKernelNode(node, node.kernelParams().orElseThrow().withArguments(next, (int) floats,
+                            (float) update, 0f));
+                    current.close();
+                    current = next;
+                    // The template keeps its own 1 GiB; the executable only its current one.
+                    assertEquals(start.deviceBytes() + 2 * GIB, Cuda.liveResources().deviceBytes(),
+                            "after update " + update);
+                }
+                exec.launch(stream);
+                stream.synchronize();
+                float[] tail = new float[4];
+                current.slice(floats - 4, 4).copyTo(tail);
+                assertEquals(6f * (floats - 1), tail[3]);
+            } finally {
+                current.close();
+            }
+        }
+        assertEquals(start.deviceBytes(), Cuda.liveResources().deviceBytes());
+    }
+
+    @Test
+    void anExecutableUpdatedWithWholeGraphsHoldsOnlyTheLatestGraphsBuffers() {
+        long floats = GIB / Float.BYTES;
+        int n = (int) Math.min(floats, Integer.MAX_VALUE);
+        LiveResources start = Cuda.liveResources();
+        try (DeviceBuffer out = device.allocateFloats(4)) {
+            GraphExec exec = null;
+            try {
+                for (int update = 0; update < 6; update++) {
+                    DeviceBuffer scratch = device.allocateFloats(floats);
+                    try (CudaGraph graph = CudaGraph.create()) {
+                        GraphNode write = graph.addKernel(KernelNodeParams.of(writePattern, Dim3.of(1024),
+                                Dim3.of(256), 0, scratch, n, (float) update, 0f));
+                        graph.addMemcpy(out, scratch.slice(0, 4), write);
+                        scratch.close();
+                        if (exec == null) {
+                            exec = graph.instantiate();
+                        } else {
+                            exec.update(graph);
+                        }
+                    }
+                    assertEquals(start.deviceBytes() + out.byteSize() + GIB, Cuda.liveResources().deviceBytes(),
+                            "after update " + update);
+                }
+                exec.launch(stream);
+                stream.synchronize();
+                assertEquals(15f, out.toFloatArray()[3]);
+            } finally {
+                if (exec != null) {
+                    exec.close();
+                }
+            }
+        }
+    }
+
+    @Test
+    void anExecutableCannotBeLaunchedIntoACaptureButItsGraphCanBeNestedAndIsKeptAlive() {
+        int n = 10_007;
+        try (DeviceBuffer out = device.allocateFloats(n)) {
+            CudaLibrary own = TestData.testKernels();
+            DeviceBuffer scratch = device.allocateFloats(n);
+            CudaGraph outer = CudaGraph.create();
+            try (CudaGraph inner = writeThenCopy(own.kernel("write_pattern"), scratch, out, n, 0.25f, false);
+                    GraphExec innerExec = inner.instantiate()) {
+                // The runtime refuses cudaGraphLaunch in a capture (driver 580): a typed error, and the
+                // stream recovers once the scope closes.
+                try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+                    StreamCaptureException refused = assertThrows(StreamCaptureException.class,
+                            () -> innerExec.launch(stream));
+                    assertEquals(CudaError.STREAM_CAPTURE_UNSUPPORTED, refused.error());
+                    assertTrue(refused.getMessage().startsWith("cudaGraphLaunch: "), refused.getMessage());
+                    assertNotEquals(CaptureStatus.NONE, stream.captureStatus());
+                }
+                outer.addChildGraph(inner);
+            }
+            own.close();
+            scratch.close();
+            try (outer; GraphExec exec = outer.instantiate()) {
+                out.memset(0xFF);
+                exec.launch(stream);
+                stream.synchronize();
+                assertEquals(0.25f * (n - 1), out.toFloatArray()[n - 1]);
+            }
+        }
+        assertKernelsRun();
+    }
+
+    // Defect 4: synchronous copies must be complete, and visible to every stream, when they return.
+
+    @RepeatedTest(5)
+    void aKernelQueuedAfterASynchronousDeviceCopySeesTheCopy() {
+        int n = 64 << 20; // 256 MiB: long enough that an unordered copy would still be running
+        long seed = TestData.newSeed();
+        try (DeviceBuffer source = device.allocateFloats(n); DeviceBuffer copy = device.allocateFloats(n);
+                DeviceBuffer y = device.allocateFloats(n)) {
+            writePattern.launch(config(n), source, n, 1f, (float) (seed % 97));
+            stream.synchronize();
+            copy.memset(0xFF);
+            y.memset(0);
+            copy.copyFrom(source);
+            saxpy.launch(config(n), n, 1f, copy, y);
+            stream.synchronize();
+            float[] tail = new float[1024];
+            y.slice(n - tail.length, tail.length).copyTo(tail);
+            for (int i = 0; i < tail.length; i++) {
+                assertEquals((float) (n - tail.length + i) + (float) (seed % 97), tail[i], "element " + i);
+            }
+        }
+    }
+
+    @RepeatedTest(5)
+    void aKernelQueuedAfterASynchronousMemsetSeesIt() {
+        int n = 64 << 20;
+        try (DeviceBuffer x = device.allocateFloats(n); DeviceBuffer y = device.allocateFloats(n)) {
+            writePattern.launch(config(n), x, n, 1f, 1f);
+            stream.synchronize();
+            y.memset(0);
+            x.memset(0x3F); // 0x3F3F3F3F = 0.7470...
+            saxpy.launch(config(n), n, 1f, x, y);
+            stream.synchronize();
+            float[] tail = new float[1024];
+            y.slice(n - tail.length, tail.length).copyTo(tail);
+            float expected = Float.intBitsToFloat(0x3F3F3F3F);
+            for (float value : tail) {
+                assertEquals(expected, value);
+            }
+        }
+    }
+
+    @Test
+    void aKernelQueuedAfterAPageableUploadSeesIt() {
+        int n = 16 << 20;
+        long seed = TestData.newSeed();
+        float[] data = TestData.randomFloats(n, seed);
+        try (DeviceBuffer x = device.allocateFloats(n); DeviceBuffer y = device.allocateFloats(n)) {
+            y.memset(0);
+            x.memset(0xFF);
+            x.copyFrom(data);
+            saxpy.launch(config(n), n, 1f, x, y);
+            stream.synchronize();
+            assertArrayEquals(data, y.toFloatArray(), TestData.seedDescription(seed));
+        }
+    }
+
+    // Defect 5: smaller ones.
+
+    @Test
+    void aCaptureRefusedToEndFromTheWrongThreadLeavesNoStaleState() throws Exception {
+        try (DeviceBuffer out = device.allocateFloats(64)) {
+            StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL);
+            try (capture) {
+                writePattern.launch(config(64), out, 64, 1f, 0f);
+                CudaException wrongThread;
+                try (ExecutorService other = Executors.newSingleThreadExecutor()) {
+                    Future<CudaException> attempt = other.submit(() -> assertThrows(CudaException.class, capture::end));
+                    wrongThread = attempt.get();
+                }
+                assertEquals(CudaError.STREAM_CAPTURE_WRONG_THREAD, wrongThread.error());
+                // The runtime ends the capture even as it refuses (driver 580): the scope must agree, or
+                // the stream would stay marked as capturing and refuse every later capture.
+                assertEquals(CaptureStatus.NONE, stream.captureStatus());
+            }
+            assertThrows(IllegalStateException.class, capture::end);
+            try (StreamCapture again = stream.beginCapture(CaptureMode.GLOBAL)) {
+                writePattern.launch(config(64), out, 64, 2f, 0f);
+                try (CudaGraph graph = again.end(); GraphExec exec = graph.instantiate()) {
+                    exec.launch(stream);
+                    stream.synchronize();
+                    assertEquals(126f, out.toFloatArray()[63]);
+                }
+            }
+        }
+        assertKernelsRun();
+    }
+
+    @Test
+    @Tag("fault") // faults the GPU on purpose (in a child JVM), which a sanitizer would report
+    void stickyErrorsSayTheContextIsLostAndEveryLaterCallFails() throws Exception {
+        ChildJvm.Result result = ChildJvm.run(List.of("--enable-native-access=ALL-UNNAMED"), StickyErrorProbe.class,
+                List.of(), 120);
+        String output = result.output();
+        assertTrue(output.contains("synchronize: sticky=true error=ILLEGAL_ADDRESS"), output);
+        assertTrue(output.contains("restart the process"), output);
+        assertTrue(output.contains("allocate: sticky=true"), "every later call fails too:\n" + output);
+    }
+
+    @Test
+    void recoverableErrorsAreNotSticky() {
+        CudaException outOfMemory = assertThrows(CudaException.class, () -> device.allocateFloats(1L << 48));
+        assertEquals(CudaError.MEMORY_ALLOCATION, outOfMemory.error());
+        assertFalse(outOfMemory.isSticky());
+        assertFalse(outOfMemory.getMessage().contains("restart"), outOfMemory.getMessage());
+        assertKernelsRun();
+    }
+
+    private void assertKernelsRun() {
+        try (DeviceBuffer out = device.allocateFloats(64)) {
+            out.memset(0xFF);
+            writePattern.launch(config(64), out, 64, 1f, 0f);
+            stream.synchronize();
+            assertEquals(63f, out.toFloatArray()[63]);
+        }
+    }
+}
