@@ -1,7 +1,13 @@
 package org.cudagraph4j;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
+import java.util.Properties;
 import org.cudagraph4j.internal.CudartLoader;
 import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Memory;
@@ -19,9 +25,40 @@ import org.cudagraph4j.internal.Memory;
 public final class Cuda {
     private Cuda() {}
 
+    /** Read once, from the properties file the build writes the project version into. */
+    private static final class LibraryVersion {
+        static final String VALUE = read();
+
+        private static String read() {
+            try (InputStream in = Cuda.class.getResourceAsStream("version.properties")) {
+                Properties properties = new Properties();
+                properties.load(Objects.requireNonNull(in, "version.properties is missing from the jar"));
+                return properties.getProperty("version");
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+    }
+
     /** The runtime version as {@code 1000 * major + 10 * minor}, e.g. 13000 for CUDA 13.0. */
     public static int runtimeVersion() {
         return Devices.runtimeVersion();
+    }
+
+    /**
+     * Which {@code libcudart} was loaded, from where and by which search step; loads it if needed.
+     *
+     * @throws CudaRuntimeNotFoundException if no runtime can be loaded
+     */
+    public static RuntimeLibrary runtimeLibrary() {
+        int version = Devices.runtimeVersion();
+        Path file = CudartLoader.loadedFile().orElseGet(() -> Path.of(CudartLoader.loadedFrom().orElseThrow()));
+        return new RuntimeLibrary(file, CudartLoader.foundBy().orElseThrow(), version);
+    }
+
+    /** This library's own version, e.g. {@code 0.1.0}; also the jar manifest's {@code Implementation-Version}. */
+    public static String libraryVersion() {
+        return LibraryVersion.VALUE;
     }
 
     /** The newest CUDA version the installed driver supports, in the same encoding; 0 with no driver. */

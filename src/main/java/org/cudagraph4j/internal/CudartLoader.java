@@ -3,12 +3,15 @@ package org.cudagraph4j.internal;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.function.UnaryOperator;
+import java.util.stream.Stream;
 import org.cudagraph4j.CudaRuntimeNotFoundException;
 
 /**
@@ -21,9 +24,10 @@ import org.cudagraph4j.CudaRuntimeNotFoundException;
  *   <li>the soname {@value #SONAME} through the dynamic loader ({@code LD_LIBRARY_PATH}, ld.so.cache);
  *   <li>{@value #FALLBACK_DIR}.
  * </ol>
- * The library is opened once per JVM and never closed: the runtime keeps per-process state that
- * must outlive every handle. A failed search is not cached, so a corrected property lets a later
- * call succeed.
+ * An explicit path in the property must load: if it does not, the search stops there with an
+ * error rather than quietly taking another runtime. The library is opened once per JVM and never
+ * closed: the runtime keeps per-process state that must outlive every handle. A failed search is
+ * not cached, so a corrected property lets a later call succeed.
  */
 public final class CudartLoader {
     public static final String PATH_PROPERTY = "org.cudagraph4j.cudart.path";
@@ -31,7 +35,7 @@ public final class CudartLoader {
     static final String FALLBACK_DIR = "/usr/local/cuda/lib64";
 
     private static volatile SymbolLookup library;
-    private static volatile String loadedFrom;
+    private static volatile Candidate loadedFrom;
 
     private CudartLoader() {}
 
@@ -62,13 +66,47 @@ public final class CudartLoader {
         return lookup;
     }
 
-    /** Where the runtime was opened from, if it has been. */
+    /** Where the runtime was opened from, as tried (a path, or the soname), if it has been. */
     public static Optional<String> loadedFrom() {
-        return Optional.ofNullable(loadedFrom);
+        return Optional.ofNullable(loadedFrom).map(Candidate::target);
     }
 
-    /** One place to try: a file path, or the bare soname for the dynamic loader. */
-    record Candidate(String source, String target) {
+    /** Which search step found the runtime, e.g. {@code "dynamic loader"}, if it has been opened. */
+    public static Optional<String> foundBy() {
+        return Optional.ofNullable(loadedFrom).map(Candidate::source);
+    }
+
+    /**
+     * The file the runtime was opened from: the path tried, or for the soname the file the dynamic
+     * loader mapped (from {@code /proc/self/maps}), if it has been opened.
+     */
+    public static Optional<Path> loadedFile() {
+        Candidate candidate = loadedFrom;
+        if (candidate == null) {
+            return Optional.empty();
+        }
+        if (candidate.target().contains("/")) {
+            return Optional.of(Path.of(candidate.target()));
+        }
+        try (Stream<String> maps = Files.lines(Path.of("/proc/self/maps"))) {
+            return maps.map(line -> line.substring(line.indexOf('/') < 0 ? line.length() : line.indexOf('/')))
+                    .filter(file -> file.contains("/" + SONAME))
+                    .findFirst()
+                    .map(Path::of);
+        } catch (IOException | UncheckedIOException e) {
+            return Optional.empty(); // not Linux, or no procfs: the soname is all there is to say
+        }
+    }
+
+    /**
+     * One place to try: a file path, or the bare soname for the dynamic loader. An explicit one
+     * (the property) must load or the search fails.
+     */
+    record Candidate(String source, String target, boolean explicit) {
+        Candidate(String source, String target) {
+            this(source, target, false);
+        }
+
         @Override
         public String toString() {
             return source + ": " + target;
@@ -82,7 +120,7 @@ public final class CudartLoader {
         if (property != null && !property.isBlank()) {
             Path path = Path.of(property);
             candidates.add(new Candidate("-D" + PATH_PROPERTY,
-                    (Files.isDirectory(path) ? path.resolve(SONAME) : path).toString()));
+                    (Files.isDirectory(path) ? path.resolve(SONAME) : path).toString(), true));
         }
         for (String variable : List.of("CUDA_HOME", "CUDA_PATH")) {
             String home = environment.apply(variable);
@@ -109,24 +147,30 @@ public final class CudartLoader {
     static SymbolLookup load(List<Candidate> candidates) {
         List<String> failures = new ArrayList<>();
         for (Candidate candidate : candidates) {
+            String failure;
             boolean isPath = candidate.target().contains("/");
             if (isPath && !Files.exists(Path.of(candidate.target()))) {
-                failures.add(candidate + " (no such file)");
-                continue;
-            }
-            try {
-                SymbolLookup lookup = SymbolLookup.libraryLookup(candidate.target(), Arena.global());
-                Optional<MemorySegment> probe = lookup.find("cudaRuntimeGetVersion");
-                if (probe.isEmpty()) {
-                    failures.add(candidate + " (opened, but it exports no cudaRuntimeGetVersion)");
-                    continue;
+                failure = "no such file";
+            } else {
+                try {
+                    SymbolLookup lookup = SymbolLookup.libraryLookup(candidate.target(), Arena.global());
+                    Optional<MemorySegment> probe = lookup.find("cudaRuntimeGetVersion");
+                    if (probe.isPresent()) {
+                        loadedFrom = candidate;
+                        return lookup;
+                    }
+                    failure = "opened, but it exports no cudaRuntimeGetVersion";
+                } catch (IllegalCallerException e) {
+                    throw nativeAccessDenied(e);
+                } catch (IllegalArgumentException e) {
+                    failure = e.getMessage();
                 }
-                loadedFrom = candidate.target();
-                return lookup;
-            } catch (IllegalCallerException e) {
-                throw nativeAccessDenied(e);
-            } catch (IllegalArgumentException e) {
-                failures.add(candidate + " (" + e.getMessage() + ")");
+            }
+            failures.add(candidate + " (" + failure + ")");
+            if (candidate.explicit()) {
+                throw new CudaRuntimeNotFoundException(failures, "The path given with -D" + PATH_PROPERTY
+                        + " must name libcudart.so.13 or a folder holding it; fix it, or remove the property to"
+                        + " search the usual places.");
             }
         }
         throw new CudaRuntimeNotFoundException(failures,

@@ -41,7 +41,7 @@ class CudartLoaderTest {
     @Test
     void failureListsEveryPlaceTriedAndHowToFixIt() {
         List<CudartLoader.Candidate> candidates = List.of(
-                new CudartLoader.Candidate("-D" + CudartLoader.PATH_PROPERTY, "/nonexistent/libcudart.so.13"),
+                new CudartLoader.Candidate("$CUDA_HOME", "/nonexistent/lib64/libcudart.so.13"),
                 new CudartLoader.Candidate("dynamic loader", "libm.so.6"),
                 new CudartLoader.Candidate("dynamic loader", "libcudart-does-not-exist.so.13"));
 
@@ -49,7 +49,7 @@ class CudartLoaderTest {
                 () -> CudartLoader.load(candidates));
 
         assertEquals(List.of(
-                "-Dorg.cudagraph4j.cudart.path: /nonexistent/libcudart.so.13 (no such file)",
+                "$CUDA_HOME: /nonexistent/lib64/libcudart.so.13 (no such file)",
                 "dynamic loader: libm.so.6 (opened, but it exports no cudaRuntimeGetVersion)"),
                 e.attempts().subList(0, 2));
         assertTrue(e.attempts().get(2).startsWith("dynamic loader: libcudart-does-not-exist.so.13 ("), e.getMessage());
@@ -58,10 +58,26 @@ class CudartLoaderTest {
     }
 
     @Test
+    void anExplicitPathThatDoesNotLoadIsAnErrorNotAFallback() {
+        List<CudartLoader.Candidate> candidates = CudartLoader.candidates(
+                Map.of(CudartLoader.PATH_PROPERTY, "/opt/cuda/lib64/libcudart.so.31")::get, name -> null);
+
+        CudaRuntimeNotFoundException e = assertThrows(CudaRuntimeNotFoundException.class,
+                () -> CudartLoader.load(candidates));
+
+        assertEquals(List.of("-Dorg.cudagraph4j.cudart.path: /opt/cuda/lib64/libcudart.so.31 (no such file)"),
+                e.attempts(), "the soname and the default install are not tried");
+        assertTrue(e.getMessage().endsWith("fix it, or remove the property to search the usual places."),
+                e.getMessage());
+    }
+
+    @Test
     void loadsTheInstalledRuntime() {
         CudartLoader.ensureLoaded();
 
         assertTrue(CudartLoader.loadedFrom().orElseThrow().contains("libcudart.so.13"));
+        assertTrue(CudartLoader.loadedFile().orElseThrow().isAbsolute());
+        assertTrue(CudartLoader.loadedFile().orElseThrow().getFileName().toString().startsWith("libcudart.so.13"));
         assertTrue(CudartLoader.symbolLookup().find("cudaGraphLaunch").isPresent());
     }
 }

@@ -1,0 +1,65 @@
+package org.cudagraph4j;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.File;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.spi.ToolProvider;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Every Java block of the README compiles against the library and runs: to the end on a GPU host,
+ * and up to the first device call elsewhere, which must then be the named no-driver error. Tagged
+ * {@code build}: it needs the JDK's compiler and the checkout's README.
+ */
+@Tag("build")
+class ReadmeExamplesTest {
+    private static final Pattern JAVA_BLOCK = Pattern.compile("```java\\n(.*?)```", Pattern.DOTALL);
+    private static final Pattern CLASS_NAME = Pattern.compile("public final class (\\w+)");
+
+    @Test
+    void everyJavaBlockCompilesAndRunsAsFarAsThisMachineAllows(@TempDir Path dir) throws Exception {
+        List<Path> sources = new ArrayList<>();
+        Matcher block = JAVA_BLOCK.matcher(Files.readString(Path.of("README.md")));
+        while (block.find()) {
+            Matcher name = CLASS_NAME.matcher(block.group(1));
+            assertTrue(name.find(), "a README Java block is not a complete class:\n" + block.group(1));
+            sources.add(Files.writeString(dir.resolve(name.group(1) + ".java"), block.group(1)));
+        }
+        assertFalse(sources.isEmpty(), "the README has Java blocks");
+
+        Path library = Path.of(CudaLibrary.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Path classes = dir.resolve("classes");
+        List<String> javac = new ArrayList<>(List.of("--release", "22", "-Xlint:all", "-Werror", "-cp",
+                library.toString(), "-d", classes.toString()));
+        sources.forEach(source -> javac.add(source.toString()));
+        assertEquals(0, ToolProvider.findFirst("javac").orElseThrow().run(System.out, System.err,
+                javac.toArray(String[]::new)), "the README's examples compile without warnings");
+        // The quick start's kernel: the test fatbin holds a saxpy with the README's signature.
+        try (InputStream kernels = TestData.class.getResourceAsStream("test_kernels.fatbin")) {
+            Files.write(classes.resolve("my_kernels.cubin"), kernels.readAllBytes());
+        }
+
+        for (Path source : sources) {
+            String example = source.getFileName().toString().replace(".java", "");
+            Process process = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
+                    "--enable-native-access=ALL-UNNAMED", "-cp", library + File.pathSeparator + classes, example)
+                    .redirectErrorStream(true).start();
+            String output = new String(process.getInputStream().readAllBytes());
+            int exit = process.waitFor();
+            boolean noGpuHere = output.contains("cudaGetDeviceCount: cudaErrorInsufficientDriver (35)")
+                    || output.contains("cudaGetDeviceCount: cudaErrorNoDevice (100)");
+            assertTrue(exit == 0 || noGpuHere, example + " exited " + exit + ":\n" + output);
+        }
+    }
+}
