@@ -40,14 +40,15 @@ public final class Cuda {
         }
     }
 
-    /** The runtime version as {@code 1000 * major + 10 * minor}, e.g. 13000 for CUDA 13.0. */
+    /** {@return the runtime version as {@code 1000 * major + 10 * minor}, e.g. 13000 for CUDA 13.0} */
     public static int runtimeVersion() {
         return Devices.runtimeVersion();
     }
 
     /**
-     * Which {@code libcudart} was loaded, from where and by which search step; loads it if needed.
+     * Reports which {@code libcudart} was loaded, from where and by which search step; loads it if needed.
      *
+     * @return the runtime's file, the search step that found it and its version
      * @throws CudaRuntimeNotFoundException if no runtime can be loaded
      */
     public static RuntimeLibrary runtimeLibrary() {
@@ -56,24 +57,37 @@ public final class Cuda {
         return new RuntimeLibrary(file, CudartLoader.foundBy().orElseThrow(), version);
     }
 
-    /** This library's own version, e.g. {@code 0.1.0}; also the jar manifest's {@code Implementation-Version}. */
+    /**
+     * {@return this library's own version, e.g. {@code 0.1.0}; also the jar manifest's
+     * {@code Implementation-Version}}
+     */
     public static String libraryVersion() {
         return LibraryVersion.VALUE;
     }
 
-    /** The newest CUDA version the installed driver supports, in the same encoding; 0 with no driver. */
+    /**
+     * {@return the newest CUDA version the installed driver supports, encoded as in {@link #runtimeVersion()};
+     * 0 with no driver}
+     */
     public static int driverVersion() {
         return Devices.driverVersion();
     }
 
-    /** The number of CUDA devices. */
+    /**
+     * {@return the number of CUDA devices the driver can see ({@code cudaGetDeviceCount})}
+     *
+     * @throws CudaException naming {@code cudaErrorNoDevice} on a machine without a GPU, or
+     *     {@code cudaErrorInsufficientDriver} without a driver recent enough for the runtime
+     */
     public static int deviceCount() {
         return Devices.count();
     }
 
     /**
-     * The device with the given ordinal.
+     * Gets the device with the given ordinal. Nothing is made current.
      *
+     * @param ordinal the device's number, from 0 to {@link #deviceCount()} - 1
+     * @return the device; equal to every other object for the same ordinal
      * @throws IllegalArgumentException if there is no such device
      */
     public static CudaDevice device(int ordinal) {
@@ -84,7 +98,7 @@ public final class Cuda {
         return new CudaDevice(ordinal);
     }
 
-    /** Every device, by ordinal. */
+    /** {@return every device, by ordinal, in an unmodifiable list} */
     public static List<CudaDevice> devices() {
         int count = deviceCount();
         List<CudaDevice> devices = new ArrayList<>(count);
@@ -105,8 +119,10 @@ public final class Cuda {
     }
 
     /**
-     * How many streams, events, buffers (and their bytes), libraries, graphs, executable graphs and
-     * prepared argument blocks are alive now, for leak checks and metrics. Cheap: a few atomic reads.
+     * Counts the streams, events, buffers (and their bytes), libraries, graphs, executable graphs and
+     * argument blocks that are alive now, for leak checks and metrics. Cheap: a few atomic reads.
+     *
+     * @return a snapshot of the counts; compare two with {@link LiveResources#growthSince}
      */
     public static LiveResources liveResources() {
         return LiveResources.now();
@@ -115,6 +131,11 @@ public final class Cuda {
     /**
      * Allocates page-locked host memory, usable by every device. Copies between it and device
      * memory can run asynchronously and at full bus speed.
+     *
+     * @param byteSize the size in bytes; must be positive
+     * @return the memory, to be closed when done
+     * @throws IllegalArgumentException if {@code byteSize} is not positive
+     * @throws CudaException naming {@code cudaErrorMemoryAllocation} if the host cannot lock that much memory
      */
     public static PinnedBuffer allocatePinned(long byteSize) {
         if (byteSize <= 0) {

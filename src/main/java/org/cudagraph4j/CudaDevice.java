@@ -21,30 +21,49 @@ public final class CudaDevice {
         this.ordinal = ordinal;
     }
 
+    /** {@return this device's ordinal, as CUDA numbers devices: from 0 to {@link Cuda#deviceCount()} - 1} */
     public int ordinal() {
         return ordinal;
     }
 
+    /**
+     * Queries this device's name, compute capability and limits ({@code cudaGetDeviceProperties}).
+     *
+     * @return the properties, read anew on each call
+     */
     public DeviceProperties properties() {
         return Devices.properties(ordinal);
     }
 
-    /** Free and total device memory in bytes, as {@code cudaMemGetInfo} reports them now. */
+    /** {@return free and total device memory in bytes, as {@code cudaMemGetInfo} reports them now} */
     public MemoryInfo memoryInfo() {
         Devices.use(ordinal);
         long[] info = Devices.memoryInfo();
         return new MemoryInfo(info[0], info[1]);
     }
 
-    /** Free and total device memory. */
+    /**
+     * Free and total device memory.
+     *
+     * @param freeBytes memory still free for allocation, in bytes
+     * @param totalBytes all of the device's memory, in bytes
+     */
     public record MemoryInfo(long freeBytes, long totalBytes) {}
 
     /**
      * The stream priorities this device offers. Lower numbers are higher priorities, so
      * {@code greatest <= least}.
+     *
+     * @param least the lowest priority: the largest number
+     * @param greatest the highest priority: the smallest number
      */
     public record PriorityRange(int least, int greatest) {}
 
+    /**
+     * Queries the stream priorities this device offers ({@code cudaDeviceGetStreamPriorityRange}).
+     *
+     * @return the least and greatest priority; {@link #createStream(int)} clamps values outside them
+     */
     public PriorityRange streamPriorityRange() {
         Devices.use(ordinal);
         int[] range = Devices.streamPriorityRange();
@@ -62,21 +81,33 @@ public final class CudaDevice {
         Devices.use(ordinal);
     }
 
-    /** A non-blocking stream at the default priority. */
+    /**
+     * Creates a non-blocking stream at the default priority, 0.
+     *
+     * @return the stream, to be closed when done
+     */
     public CudaStream createStream() {
         return createStream(0);
     }
 
     /**
-     * A non-blocking stream at {@code priority}; see {@link #streamPriorityRange()}. The runtime
+     * Creates a non-blocking stream at {@code priority}; see {@link #streamPriorityRange()}. The runtime
      * clamps values outside the range.
+     *
+     * @param priority the priority; lower numbers are more urgent
+     * @return the stream, to be closed when done
      */
     public CudaStream createStream(int priority) {
         Devices.use(ordinal);
         return new CudaStream(this, Streams.create(priority), priority);
     }
 
-    /** An event; with no options it records timing and waits by spinning. */
+    /**
+     * Creates an event; with no options it records timing and waits by spinning.
+     *
+     * @param options the creation options; a repeated one counts once
+     * @return the event, to be closed when done
+     */
     public CudaEvent createEvent(CudaEvent.Option... options) {
         Devices.use(ordinal);
         int flags = 0;
@@ -86,7 +117,16 @@ public final class CudaDevice {
         return new CudaEvent(this, Streams.createEvent(flags), flags);
     }
 
-    /** Allocates {@code length} elements of {@code type} on this device. The contents are undefined. */
+    /**
+     * Allocates {@code length} elements of {@code type} on this device. The contents are undefined.
+     *
+     * @param type the element type
+     * @param length the number of elements (not bytes); must be positive
+     * @return the buffer, which owns the allocation; close it when done
+     * @throws IllegalArgumentException if {@code length} is not positive, or its size in bytes exceeds
+     *     {@link Long#MAX_VALUE}
+     * @throws CudaException naming {@code cudaErrorMemoryAllocation} if the device is out of memory
+     */
     public DeviceBuffer allocate(ElementType type, long length) {
         if (length <= 0) {
             throw new IllegalArgumentException("length must be positive, got " + length);
@@ -99,7 +139,13 @@ public final class CudaDevice {
         return DeviceBuffer.own(this, Memory.malloc(byteSize), type, length);
     }
 
-    /** Allocates {@code length} floats on this device. */
+    /**
+     * Allocates {@code length} floats on this device, as {@link #allocate} with {@link ElementType#FLOAT32}.
+     *
+     * @param length the number of floats (not bytes); must be positive
+     * @return the buffer, which owns the allocation; close it when done
+     * @throws IllegalArgumentException if {@code length} is not positive
+     */
     public DeviceBuffer allocateFloats(long length) {
         return allocate(ElementType.FLOAT32, length);
     }

@@ -29,7 +29,7 @@ public final class CudaEvent implements AutoCloseable {
             this.flag = flag;
         }
 
-        /** The {@code cudaEvent*} flag bit. */
+        /** {@return the flag bit this option sets: {@code cudaEventDisableTiming} or {@code cudaEventBlockingSync}} */
         public int flag() {
             return flag;
         }
@@ -50,11 +50,18 @@ public final class CudaEvent implements AutoCloseable {
         lifetime.watch(this);
     }
 
+    /** {@return the device this event was created on} */
     public CudaDevice device() {
         return device;
     }
 
-    /** Captures the work queued on {@code stream} so far; the event completes when that work does. */
+    /**
+     * Captures the work queued on {@code stream} so far; the event completes when that work does.
+     * Recording into a capturing stream records into its capture, so that streams waiting on this
+     * event join it.
+     *
+     * @param stream the stream whose queued work the event marks
+     */
     public void record(CudaStream stream) {
         MemorySegment streamHandle = stream.handle();
         Streams.record(handle(), streamHandle);
@@ -75,7 +82,10 @@ public final class CudaEvent implements AutoCloseable {
         Streams.synchronizeEvent(handle());
     }
 
-    /** Whether the recorded work has completed, without blocking. */
+    /**
+     * {@return whether the recorded work has completed, without blocking ({@code cudaEventQuery}); true
+     * for an event never recorded}
+     */
     public boolean isComplete() {
         return Streams.isComplete(handle());
     }
@@ -84,7 +94,10 @@ public final class CudaEvent implements AutoCloseable {
      * Milliseconds between {@code start} and this event, both recorded and completed; the
      * resolution is about half a microsecond.
      *
+     * @param start the event recorded first
+     * @return the elapsed time in milliseconds
      * @throws IllegalStateException if either event was created with {@link Option#DISABLE_TIMING}
+     * @throws CudaException naming {@code cudaErrorNotReady} if either event has not completed yet
      */
     public float elapsedMillisSince(CudaEvent start) {
         if (!timing || !start.timing) {
@@ -93,12 +106,20 @@ public final class CudaEvent implements AutoCloseable {
         return Streams.elapsedMillis(start.handle(), handle());
     }
 
-    /** The {@code cudaEvent_t}, for interop; valid until this event is closed. */
+    /**
+     * {@return the {@code cudaEvent_t}, for interop; valid until this event is closed}
+     *
+     * @throws IllegalStateException if the event is closed
+     */
     public MemorySegment handle() {
         lifetime.ensureOpen();
         return handle;
     }
 
+    /**
+     * {@return whether this event is open: false once {@link #close()} has been called, even while a
+     * graph still keeps the native event alive}
+     */
     public boolean isOpen() {
         return lifetime.isOpen();
     }

@@ -22,8 +22,11 @@ public sealed class CudaException extends RuntimeException
             + " call fails with this error, so restart the process (an inference server should stop taking"
             + " requests and exit for its supervisor to restart it)";
 
+    /** The raw {@code cudaError_t} value. */
     private final int code;
+    /** The runtime function that returned the error. */
     private final String function;
+    /** The runtime's name for the error. */
     private final String cudaName;
 
     /**
@@ -44,7 +47,12 @@ public sealed class CudaException extends RuntimeException
         this.cudaName = cudaName;
     }
 
-    /** Copies {@code cause}'s status, for subclasses that refine it. */
+    /**
+     * Copies {@code cause}'s status, for subclasses that refine it.
+     *
+     * @param cause the failure being refined; its message, code, function and name carry over
+     * @param context what the library was doing, or {@code null}; appended to the message
+     */
     protected CudaException(CudaException cause, String context) {
         super(cause.getMessage() + (context == null ? "" : " [" + context + "]"), cause);
         this.code = cause.code;
@@ -52,31 +60,31 @@ public sealed class CudaException extends RuntimeException
         this.cudaName = cause.cudaName;
     }
 
-    /** The error as an enum; {@link CudaError#UNRECOGNIZED} for codes newer than this library. */
+    /** {@return the error as an enum; {@link CudaError#UNRECOGNIZED} for codes newer than this library} */
     public CudaError error() {
         return CudaError.fromCode(code);
     }
 
     /**
-     * Whether this error poisons the process's CUDA context, so that every later call fails too
-     * and only a restart recovers ({@link CudaError#isSticky()}). Other errors are recoverable: the
+     * {@return whether this error poisons the process's CUDA context, so that every later call fails too
+     * and only a restart recovers} See {@link CudaError#isSticky()}. Other errors are recoverable: the
      * failed call had no effect, and the library and device stay usable.
      */
     public boolean isSticky() {
         return error().isSticky();
     }
 
-    /** The raw {@code cudaError_t} value. */
+    /** {@return the raw {@code cudaError_t} value, also for codes {@link #error()} does not recognize} */
     public int code() {
         return code;
     }
 
-    /** The runtime function that returned the error, e.g. {@code cudaStreamSynchronize}. */
+    /** {@return the runtime function that returned the error, e.g. {@code cudaStreamSynchronize}} */
     public String function() {
         return function;
     }
 
-    /** The runtime's name for the error, e.g. {@code cudaErrorNoDevice}. */
+    /** {@return the runtime's name for the error ({@code cudaGetErrorName}), e.g. {@code cudaErrorNoDevice}} */
     public String cudaName() {
         return cudaName;
     }

@@ -32,16 +32,22 @@ public final class CudaKernel {
         this.symbol = symbol;
     }
 
+    /** {@return the library this kernel belongs to; the kernel keeps it reachable} */
     public CudaLibrary library() {
         return library;
     }
 
-    /** The name the kernel was looked up by. */
+    /** {@return the name the kernel was looked up by, as given to {@link CudaLibrary#kernel}} */
     public String symbol() {
         return symbol;
     }
 
-    /** The compiled name, from {@code cudaFuncGetName} (mangled for C++ kernels). */
+    /**
+     * {@return the compiled name, from {@code cudaFuncGetName} (mangled for C++ kernels)} Queried once,
+     * then cached.
+     *
+     * @throws IllegalStateException if the library is closed before the first call
+     */
     public String name() {
         String result = name;
         if (result == null) {
@@ -51,7 +57,12 @@ public final class CudaKernel {
         return result;
     }
 
-    /** Offsets and sizes of the parameters, from {@code cudaFuncGetParamInfo}. */
+    /**
+     * {@return the offsets and sizes of the parameters, in order, from {@code cudaFuncGetParamInfo}}
+     * Queried once, then cached.
+     *
+     * @throws IllegalStateException if the library is closed before the first call
+     */
     public List<KernelParameter> parameters() {
         List<KernelParameter> result = parameters;
         if (result == null) {
@@ -64,6 +75,11 @@ public final class CudaKernel {
     /**
      * Allows launches of up to {@code bytes} of dynamic shared memory on {@code device}; needed above
      * 48 KiB.
+     *
+     * @param device the device the launches run on; made current on the calling thread
+     * @param bytes the most dynamic shared memory per block, in bytes
+     * @throws CudaException if {@code bytes} is more than the device allows
+     *     ({@link DeviceProperties#sharedMemPerBlockOptinBytes()}, less the kernel's static shared memory)
      */
     public void setMaxDynamicSharedMemory(CudaDevice device, int bytes) {
         Devices.use(device.ordinal());
@@ -74,6 +90,13 @@ public final class CudaKernel {
     /**
      * Checks and stores arguments for repeated launches. Close them when done: they hold native
      * memory (a cleaner frees forgotten ones, with a warning).
+     *
+     * @param arguments one per kernel parameter, in order: a {@link DeviceBuffer} for a pointer, or a boxed
+     *     {@code Integer}, {@code Float}, {@code Long}, {@code Double}, {@code Short}, {@code Byte} or
+     *     {@code Boolean} of the parameter's size
+     * @return the checked arguments, in native memory
+     * @throws IllegalArgumentException if the count, a type or a size does not match the parameters, or an
+     *     argument is {@code null}
      */
     public KernelArguments arguments(Object... arguments) {
         return new KernelArguments(this, arguments, true);
@@ -82,6 +105,9 @@ public final class CudaKernel {
     /**
      * Launches with arguments prepared by {@link #arguments}; allocates nothing.
      *
+     * @param config the grid, block, dynamic shared memory and stream
+     * @param arguments arguments prepared for this kernel
+     * @throws IllegalArgumentException if {@code arguments} were prepared for another kernel
      * @throws IllegalStateException if the arguments, or a buffer among them, have been closed:
      *     a launch never touches freed memory
      */
@@ -123,7 +149,14 @@ public final class CudaKernel {
         }
     }
 
-    /** Checks the arguments and launches once. */
+    /**
+     * Checks the arguments and launches once; the arguments' native copy is freed on return.
+     *
+     * @param config the grid, block, dynamic shared memory and stream
+     * @param arguments one per kernel parameter, as for {@link #arguments(Object...)}
+     * @throws IllegalArgumentException if the arguments do not match the parameters
+     * @throws IllegalStateException if a buffer among the arguments has been closed
+     */
     public void launch(LaunchConfig config, Object... arguments) {
         // A confined arena: closing a shared one costs a handshake with every thread.
         try (KernelArguments prepared = new KernelArguments(this, arguments, false)) {
@@ -132,7 +165,7 @@ public final class CudaKernel {
     }
 
     /**
-     * The {@code cudaKernel_t}, for interop; valid while the library is open.
+     * {@return the {@code cudaKernel_t}, for interop; valid while the library is open}
      *
      * @throws IllegalStateException if the library is closed
      */

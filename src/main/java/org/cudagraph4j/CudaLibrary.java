@@ -71,7 +71,10 @@ public final class CudaLibrary implements AutoCloseable {
      * first kernel lookup, as a {@link CudaException} then.
      *
      * @param name names the library in errors and in {@link #toString()}
+     * @param image the whole cubin, fatbin or PTX file; copied, so it may be reused afterwards
+     * @return the loaded library, to be closed when done
      * @throws IllegalArgumentException if the image is empty, truncated or malformed
+     * @throws CudaException if the runtime refuses the image, e.g. with {@code cudaErrorInvalidPtx}
      */
     public static CudaLibrary load(String name, byte[] image) {
         Objects.requireNonNull(name, "name");
@@ -86,6 +89,10 @@ public final class CudaLibrary implements AutoCloseable {
      * opens, this is all it takes; a resource in a named module's encapsulated package can only be
      * read by that module: use {@link #loadResource(MethodHandles.Lookup, String)} there.
      *
+     * @param anchor the class the resource name is resolved against
+     * @param resource the resource name: relative to {@code anchor}'s package, or absolute with a leading
+     *     {@code /}; it also names the library, as in {@link #load}
+     * @return the loaded library, to be closed when done
      * @throws IllegalArgumentException if the resource cannot be found, or is not a valid image
      */
     public static CudaLibrary loadResource(Class<?> anchor, String resource) {
@@ -100,6 +107,9 @@ public final class CudaLibrary implements AutoCloseable {
      * does from the lookup class.
      *
      * @param caller a lookup with full privilege, from {@link MethodHandles#lookup()}
+     * @param resource the resource name: relative to the lookup class's package, or absolute with a
+     *     leading {@code /}; it also names the library, as in {@link #load}
+     * @return the loaded library, to be closed when done
      * @throws IllegalArgumentException if the resource cannot be found, or is not a valid image
      */
     public static CudaLibrary loadResource(MethodHandles.Lookup caller, String resource) {
@@ -139,8 +149,12 @@ public final class CudaLibrary implements AutoCloseable {
     }
 
     /**
-     * The kernel with this (unmangled, for {@code extern "C"}) name.
+     * Looks up the kernel with this (unmangled, for {@code extern "C"}) name. Each name is looked up
+     * once; later calls return the same object.
      *
+     * @param name the kernel's symbol
+     * @return the kernel, valid while this library is open
+     * @throws IllegalStateException if the library is closed
      * @throws CudaException with {@code cudaErrorSymbolNotFound} if there is none
      */
     public CudaKernel kernel(String name) {
@@ -148,7 +162,11 @@ public final class CudaLibrary implements AutoCloseable {
         return kernels.computeIfAbsent(name, n -> new CudaKernel(this, Libraries.kernel(handle, n), n));
     }
 
-    /** Every kernel in the library, by its compiled name. */
+    /**
+     * {@return the compiled name of every kernel in the library, mangled for C++ kernels}
+     *
+     * @throws IllegalStateException if the library is closed
+     */
     public List<String> kernelNames() {
         lifetime.ensureOpen();
         List<String> names = new ArrayList<>();
@@ -158,17 +176,25 @@ public final class CudaLibrary implements AutoCloseable {
         return List.copyOf(names);
     }
 
-    /** Where the image came from, as given at load. */
+    /** {@return where the image came from, as given at load: the name or resource} */
     public String source() {
         return source;
     }
 
-    /** The {@code cudaLibrary_t}, for interop; valid until closed. */
+    /**
+     * {@return the {@code cudaLibrary_t}, for interop; valid until closed}
+     *
+     * @throws IllegalStateException if the library is closed
+     */
     public MemorySegment handle() {
         lifetime.ensureOpen();
         return handle;
     }
 
+    /**
+     * {@return whether this library is open: false once {@link #close()} has been called, even while a
+     * graph still keeps the image loaded}
+     */
     public boolean isOpen() {
         return lifetime.isOpen();
     }

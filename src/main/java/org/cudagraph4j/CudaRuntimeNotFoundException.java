@@ -14,6 +14,8 @@ public final class CudaRuntimeNotFoundException extends RuntimeException {
     private final transient List<String> attempts;
 
     /**
+     * Creates the exception with a message listing {@code attempts}, then {@code howToFix}.
+     *
      * @param attempts one line per place tried, with why it failed
      * @param howToFix the remedy, appended after the list
      */
@@ -23,7 +25,7 @@ public final class CudaRuntimeNotFoundException extends RuntimeException {
         this.attempts = List.copyOf(attempts);
     }
 
-    /** The places tried, in order, each with the reason it failed. */
+    /** {@return the places tried, in order, each with the reason it failed; an unmodifiable list} */
     public List<String> attempts() {
         return attempts;
     }

@@ -41,16 +41,24 @@ public final class CudaStream implements AutoCloseable {
         lifetime.watch(this);
     }
 
+    /** {@return the device this stream was created on} */
     public CudaDevice device() {
         return device;
     }
 
-    /** The priority asked for at creation; lower is more urgent. */
+    /**
+     * {@return the priority asked for at creation; lower is more urgent} The runtime may have clamped it
+     * into {@link CudaDevice#streamPriorityRange()}.
+     */
     public int priority() {
         return priority;
     }
 
-    /** The runtime's unique id of this stream ({@code cudaStreamGetId}). */
+    /**
+     * {@return the runtime's unique id of this stream ({@code cudaStreamGetId})}
+     *
+     * @throws IllegalStateException if the stream is closed
+     */
     public long id() {
         return Streams.id(handle());
     }
@@ -60,7 +68,7 @@ public final class CudaStream implements AutoCloseable {
         Streams.synchronize(handle());
     }
 
-    /** Whether all work queued so far has finished, without blocking ({@code cudaStreamQuery}). */
+    /** {@return whether all work queued so far has finished, without blocking ({@code cudaStreamQuery})} */
     public boolean isIdle() {
         return Streams.isIdle(handle());
     }
@@ -70,6 +78,8 @@ public final class CudaStream implements AutoCloseable {
      * the event was recorded into a capture, this stream joins that capture (a fork); join it
      * back before the capture ends by recording an event here and waiting on it in the capturing
      * stream.
+     *
+     * @param event the event to wait for; an event never recorded makes nothing wait
      */
     public void waitFor(CudaEvent event) {
         Streams.waitEvent(handle(), event.handle());
@@ -83,25 +93,33 @@ public final class CudaStream implements AutoCloseable {
      * Starts capturing the work queued on this stream into a graph. Close the returned scope
      * (try-with-resources) to end capture; call {@link StreamCapture#end()} inside it to keep the
      * graph.
+     *
+     * @param mode which unsafe calls from other threads the capture forbids while it runs
+     * @return the capture scope; unless {@code mode} is {@link CaptureMode#RELAXED}, end and close it on
+     *     the OS thread that began it
+     * @throws IllegalStateException if this stream is already capturing
      */
     public StreamCapture beginCapture(CaptureMode mode) {
         return StreamCapture.begin(this, mode);
     }
 
-    /** Whether this stream is capturing ({@code cudaStreamGetCaptureInfo}). */
+    /**
+     * {@return whether this stream is capturing, and whether an illegal operation invalidated the capture
+     * ({@code cudaStreamGetCaptureInfo})}
+     */
     public CaptureStatus captureStatus() {
         return CaptureStatus.fromValue((int) Graphs.captureInfo(handle())[0]);
     }
 
-    /** The id of the capture this stream takes part in, unique in the process; empty if none. */
+    /** {@return the id of the capture this stream takes part in, unique in the process; empty if none} */
     public OptionalLong captureId() {
         long[] info = Graphs.captureInfo(handle());
         return info[0] == CaptureStatus.NONE.value() ? OptionalLong.empty() : OptionalLong.of(info[1]);
     }
 
     /**
-     * The {@code cudaStream_t}, for interop with other CUDA libraries. It is valid until this stream
-     * is closed.
+     * {@return the {@code cudaStream_t}, for interop with other CUDA libraries} It is valid until this
+     * stream is closed.
      *
      * @throws IllegalStateException if the stream is closed
      */
@@ -110,6 +128,7 @@ public final class CudaStream implements AutoCloseable {
         return handle;
     }
 
+    /** {@return whether this stream is open: false once {@link #close()} has been called} */
     public boolean isOpen() {
         return lifetime.isOpen();
     }

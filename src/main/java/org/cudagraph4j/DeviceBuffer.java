@@ -61,42 +61,50 @@ public final class DeviceBuffer implements AutoCloseable {
         return buffer;
     }
 
+    /** {@return the device the memory is on} */
     public CudaDevice device() {
         return device;
     }
 
+    /** {@return the type of the elements, which fixes their size and the arrays this buffer copies} */
     public ElementType elementType() {
         return type;
     }
 
-    /** Number of elements. */
+    /** {@return the number of elements (not bytes)} */
     public long length() {
         return length;
     }
 
+    /** {@return the size in bytes: {@link #length()} times the element size} */
     public long byteSize() {
         return length * type.byteSize();
     }
 
-    /** The allocation this buffer lies in: itself, unless it is a slice. */
+    /** {@return the allocation this buffer lies in: itself, unless it is a slice} */
     public DeviceBuffer allocation() {
         return allocation;
     }
 
-    /** Offset in bytes from the start of {@link #allocation()}. */
+    /** {@return the offset in bytes from the start of {@link #allocation()}; 0 for an allocation} */
     public long byteOffset() {
         return address - allocation.address;
     }
 
-    /** Whether this buffer owns its allocation (it is not a slice). */
+    /** {@return whether this buffer owns its allocation (it is not a slice)} */
     public boolean isAllocation() {
         return allocation == this;
     }
 
     /**
-     * A view of {@code length} elements starting at element {@code offset}. It does not own memory.
+     * Makes a view of {@code length} elements starting at element {@code offset}. It does not own memory.
      *
+     * @param offset the first element of the view, counted in elements (not bytes) from this buffer's start
+     * @param length the number of elements in the view; at least 1
+     * @return the slice, which shares this buffer's allocation and element type
      * @throws IndexOutOfBoundsException if the range is not inside this buffer
+     * @throws IllegalArgumentException if {@code length} is 0
+     * @throws IllegalStateException if the allocation is closed
      */
     public DeviceBuffer slice(long offset, long length) {
         ensureOpen();
@@ -109,66 +117,151 @@ public final class DeviceBuffer implements AutoCloseable {
     }
 
     /**
-     * The device address as a segment of size zero, for interop; it cannot be dereferenced on
+     * {@return the device address as a segment of size zero, for interop} It cannot be dereferenced on
      * the host.
+     *
+     * @throws IllegalStateException if the allocation is closed
      */
     public MemorySegment handle() {
         return MemorySegment.ofAddress(address());
     }
 
-    /** The device address; used as a kernel argument. */
+    /**
+     * {@return the device address; used as a kernel argument}
+     *
+     * @throws IllegalStateException if the allocation is closed
+     */
     public long address() {
         ensureOpen();
         return address;
     }
 
+    /**
+     * {@return whether this buffer is open: false once its allocation has been closed, even while a graph
+     * still keeps the memory alive}
+     */
     public boolean isOpen() {
         return lifetime.isOpen();
     }
 
     // Copies from and to Java arrays.
 
+    /**
+     * Copies all of {@code source} into this buffer; complete on return.
+     *
+     * @param source exactly {@link #length()} values
+     * @throws IllegalArgumentException if this buffer does not hold {@link ElementType#FLOAT32}, or the
+     *     lengths differ
+     */
     public void copyFrom(float[] source) {
         copyFrom(MemorySegment.ofArray(source), ElementType.FLOAT32, source.length);
     }
 
+    /**
+     * Copies all of {@code source} into this buffer; complete on return.
+     *
+     * @param source exactly {@link #length()} values
+     * @throws IllegalArgumentException if this buffer does not hold {@link ElementType#FLOAT64}, or the
+     *     lengths differ
+     */
     public void copyFrom(double[] source) {
         copyFrom(MemorySegment.ofArray(source), ElementType.FLOAT64, source.length);
     }
 
+    /**
+     * Copies all of {@code source} into this buffer; complete on return.
+     *
+     * @param source exactly {@link #length()} values
+     * @throws IllegalArgumentException if this buffer does not hold {@link ElementType#INT32}, or the
+     *     lengths differ
+     */
     public void copyFrom(int[] source) {
         copyFrom(MemorySegment.ofArray(source), ElementType.INT32, source.length);
     }
 
+    /**
+     * Copies all of {@code source} into this buffer; complete on return.
+     *
+     * @param source exactly {@link #length()} values
+     * @throws IllegalArgumentException if this buffer does not hold {@link ElementType#INT64}, or the
+     *     lengths differ
+     */
     public void copyFrom(long[] source) {
         copyFrom(MemorySegment.ofArray(source), ElementType.INT64, source.length);
     }
 
+    /**
+     * Copies all of {@code source} into this buffer; complete on return.
+     *
+     * @param source exactly {@link #length()} values
+     * @throws IllegalArgumentException if this buffer does not hold {@link ElementType#INT8}, or the
+     *     lengths differ
+     */
     public void copyFrom(byte[] source) {
         copyFrom(MemorySegment.ofArray(source), ElementType.INT8, source.length);
     }
 
+    /**
+     * Copies this buffer into all of {@code destination}; complete on return.
+     *
+     * @param destination room for exactly {@link #length()} values
+     * @throws IllegalArgumentException if this buffer does not hold {@link ElementType#FLOAT32}, or the
+     *     lengths differ
+     */
     public void copyTo(float[] destination) {
         copyTo(MemorySegment.ofArray(destination), ElementType.FLOAT32, destination.length);
     }
 
+    /**
+     * Copies this buffer into all of {@code destination}; complete on return.
+     *
+     * @param destination room for exactly {@link #length()} values
+     * @throws IllegalArgumentException if this buffer does not hold {@link ElementType#FLOAT64}, or the
+     *     lengths differ
+     */
     public void copyTo(double[] destination) {
         copyTo(MemorySegment.ofArray(destination), ElementType.FLOAT64, destination.length);
     }
 
+    /**
+     * Copies this buffer into all of {@code destination}; complete on return.
+     *
+     * @param destination room for exactly {@link #length()} values
+     * @throws IllegalArgumentException if this buffer does not hold {@link ElementType#INT32}, or the
+     *     lengths differ
+     */
     public void copyTo(int[] destination) {
         copyTo(MemorySegment.ofArray(destination), ElementType.INT32, destination.length);
     }
 
+    /**
+     * Copies this buffer into all of {@code destination}; complete on return.
+     *
+     * @param destination room for exactly {@link #length()} values
+     * @throws IllegalArgumentException if this buffer does not hold {@link ElementType#INT64}, or the
+     *     lengths differ
+     */
     public void copyTo(long[] destination) {
         copyTo(MemorySegment.ofArray(destination), ElementType.INT64, destination.length);
     }
 
+    /**
+     * Copies this buffer into all of {@code destination}; complete on return.
+     *
+     * @param destination room for exactly {@link #length()} values
+     * @throws IllegalArgumentException if this buffer does not hold {@link ElementType#INT8}, or the
+     *     lengths differ
+     */
     public void copyTo(byte[] destination) {
         copyTo(MemorySegment.ofArray(destination), ElementType.INT8, destination.length);
     }
 
-    /** A float array holding this buffer's contents. */
+    /**
+     * {@return a new float array holding this buffer's contents}
+     *
+     * @throws IllegalArgumentException if this buffer does not hold {@link ElementType#FLOAT32}
+     * @throws ArithmeticException if the buffer has more elements than an array can hold
+     */
     public float[] toFloatArray() {
         checkType(ElementType.FLOAT32);
         float[] result = new float[Math.toIntExact(length)];
@@ -178,7 +271,14 @@ public final class DeviceBuffer implements AutoCloseable {
 
     // Copies from and to segments.
 
-    /** Copies {@link #byteSize()} bytes from {@code source}, which must have exactly that size. */
+    /**
+     * Copies {@link #byteSize()} bytes from {@code source}, which must have exactly that size; complete on
+     * return.
+     *
+     * @param source host memory: a native segment is copied directly, a heap one through a staging buffer
+     * @throws IllegalArgumentException if the sizes differ
+     * @throws IllegalStateException if {@code source}'s arena or this buffer's allocation is closed
+     */
     public void copyFrom(MemorySegment source) {
         checkSize(source);
         if (source.isNative()) {
@@ -188,7 +288,15 @@ public final class DeviceBuffer implements AutoCloseable {
         }
     }
 
-    /** Copies {@link #byteSize()} bytes to {@code destination}, which must have exactly that size. */
+    /**
+     * Copies {@link #byteSize()} bytes to {@code destination}, which must have exactly that size; complete
+     * on return.
+     *
+     * @param destination host memory: a native segment is copied directly, a heap one through a staging
+     *     buffer
+     * @throws IllegalArgumentException if the sizes differ
+     * @throws IllegalStateException if {@code destination}'s arena or this buffer's allocation is closed
+     */
     public void copyTo(MemorySegment destination) {
         checkSize(destination);
         if (destination.isNative()) {
@@ -198,7 +306,15 @@ public final class DeviceBuffer implements AutoCloseable {
         }
     }
 
-    /** Queues a copy from native host memory; {@code source} must stay valid until it runs. */
+    /**
+     * Queues a copy from native host memory; {@code source} must stay valid until it runs.
+     *
+     * @param source native host memory of exactly {@link #byteSize()} bytes; a {@link PinnedBuffer}'s
+     *     segment makes the copy truly asynchronous
+     * @param stream the stream the copy is ordered on
+     * @throws IllegalArgumentException if the sizes differ, or {@code source} is a heap segment
+     * @throws IllegalStateException if {@code source}'s arena, this buffer or the stream is closed
+     */
     public void copyFromAsync(MemorySegment source, CudaStream stream) {
         checkSize(source);
         checkNative(source);
@@ -206,7 +322,15 @@ public final class DeviceBuffer implements AutoCloseable {
         keepAliveIfCapturing(stream);
     }
 
-    /** Queues a copy to native host memory; read it only after the stream has reached the copy. */
+    /**
+     * Queues a copy to native host memory; read it only after the stream has reached the copy.
+     *
+     * @param destination native host memory of exactly {@link #byteSize()} bytes; a {@link PinnedBuffer}'s
+     *     segment makes the copy truly asynchronous
+     * @param stream the stream the copy is ordered on
+     * @throws IllegalArgumentException if the sizes differ, or {@code destination} is a heap segment
+     * @throws IllegalStateException if {@code destination}'s arena, this buffer or the stream is closed
+     */
     public void copyToAsync(MemorySegment destination, CudaStream stream) {
         checkSize(destination);
         checkNative(destination);
@@ -216,12 +340,26 @@ public final class DeviceBuffer implements AutoCloseable {
 
     // Device to device.
 
-    /** Copies all of {@code source}, which must have this buffer's type and length. */
+    /**
+     * Copies all of {@code source}, which must have this buffer's type and length; complete on return.
+     *
+     * @param source the device buffer to copy from
+     * @throws IllegalArgumentException if the element types or lengths differ
+     * @throws IllegalStateException if either buffer's allocation is closed
+     */
     public void copyFrom(DeviceBuffer source) {
         checkSame(source);
         copy(address(), source.address(), byteSize());
     }
 
+    /**
+     * Queues a copy of all of {@code source}, which must have this buffer's type and length.
+     *
+     * @param source the device buffer to copy from
+     * @param stream the stream the copy is ordered on
+     * @throws IllegalArgumentException if the element types or lengths differ
+     * @throws IllegalStateException if either buffer's allocation or the stream is closed
+     */
     public void copyFromAsync(DeviceBuffer source, CudaStream stream) {
         checkSame(source);
         Memory.copyAsync(address(), source.address(), byteSize(), stream.handle());
@@ -229,13 +367,26 @@ public final class DeviceBuffer implements AutoCloseable {
         source.keepAliveIfCapturing(stream);
     }
 
-    /** Sets every byte to {@code byteValue} (its low 8 bits). 0xFF in every byte of a float is NaN. */
+    /**
+     * Sets every byte to {@code byteValue} (its low 8 bits); complete on return. 0xFF in every byte of a
+     * float is NaN.
+     *
+     * @param byteValue the value for each byte; only the low 8 bits count
+     * @throws IllegalStateException if the allocation is closed
+     */
     public void memset(int byteValue) {
         ensureOpen();
         Devices.use(device.ordinal());
         Memory.set(address, byteValue, byteSize());
     }
 
+    /**
+     * Queues setting every byte to {@code byteValue} (its low 8 bits).
+     *
+     * @param byteValue the value for each byte; only the low 8 bits count
+     * @param stream the stream the memset is ordered on
+     * @throws IllegalStateException if the allocation or the stream is closed
+     */
     public void memsetAsync(int byteValue, CudaStream stream) {
         Memory.setAsync(address(), byteValue, byteSize(), stream.handle());
         keepAliveIfCapturing(stream);

@@ -16,7 +16,7 @@ package org.cudagraph4j;
 public record DeviceProperties(String name, int major, int minor, int multiprocessorCount, long totalMemoryBytes,
         long sharedMemPerBlockOptinBytes, int l2CacheBytes, int maxThreadsPerBlock, int warpSize) {
 
-    /** Compute capability as {@code major * 10 + minor}, e.g. 90 for Hopper. */
+    /** {@return the compute capability as {@code major * 10 + minor}, e.g. 90 for Hopper} */
     public int computeCapability() {
         return major * 10 + minor;
     }

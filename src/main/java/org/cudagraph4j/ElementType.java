@@ -4,10 +4,15 @@ import java.lang.foreign.ValueLayout;
 
 /** The element type of a {@link DeviceBuffer}, with its size and its Java layout. */
 public enum ElementType {
+    /** An 8-bit integer: C {@code int8_t} or {@code char}, Java {@code byte}. */
     INT8(ValueLayout.JAVA_BYTE),
+    /** A signed 32-bit integer: C {@code int}, Java {@code int}. */
     INT32(ValueLayout.JAVA_INT),
+    /** A signed 64-bit integer: C {@code long long}, Java {@code long}. */
     INT64(ValueLayout.JAVA_LONG),
+    /** A 32-bit IEEE 754 float: C {@code float}, Java {@code float}. */
     FLOAT32(ValueLayout.JAVA_FLOAT),
+    /** A 64-bit IEEE 754 float: C {@code double}, Java {@code double}. */
     FLOAT64(ValueLayout.JAVA_DOUBLE);
 
     private final ValueLayout layout;
@@ -16,11 +21,12 @@ public enum ElementType {
         this.layout = layout;
     }
 
+    /** {@return the size of one element in bytes: 1, 4, 8, 4 or 8} */
     public long byteSize() {
         return layout.byteSize();
     }
 
-    /** The layout of one element in host memory. */
+    /** {@return the layout of one element in host memory, in native byte order} */
     public ValueLayout layout() {
         return layout;
     }

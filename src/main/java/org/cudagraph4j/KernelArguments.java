@@ -64,26 +64,42 @@ public final class KernelArguments implements AutoCloseable {
         }
     }
 
+    /** {@return the kernel these arguments were checked against; they launch only that kernel} */
     public CudaKernel kernel() {
         return kernel;
     }
 
-    /** The number of arguments. */
+    /** {@return the number of arguments, one per kernel parameter} */
     public int count() {
         return arguments.length;
     }
 
-    /** The argument at {@code index}, as given. */
+    /**
+     * Gets the argument at {@code index}, as given or last {@linkplain #set set}.
+     *
+     * @param index the parameter's position, from 0
+     * @return the argument: a {@link DeviceBuffer} or a boxed primitive
+     * @throws IndexOutOfBoundsException if {@code index} is not below {@link #count()}
+     */
     public Object get(int index) {
         return arguments[index];
     }
 
-    /** The arguments, as given. */
+    /** {@return a copy of the arguments, as given or last {@linkplain #set set}, in parameter order} */
     public List<Object> values() {
         return Arrays.asList(arguments.clone());
     }
 
-    /** Replaces one argument, checked against the kernel's parameter info. */
+    /**
+     * Replaces one argument, checked against the kernel's parameter info. Later launches use it;
+     * graph nodes already made from these arguments do not change.
+     *
+     * @param index the parameter's position, from 0
+     * @param value the new argument, of the parameter's size, as for {@link CudaKernel#arguments}
+     * @throws IndexOutOfBoundsException if {@code index} is not below {@link #count()}
+     * @throws IllegalArgumentException if {@code value} is {@code null}, or its type or size does not fit
+     * @throws IllegalStateException if these arguments are closed
+     */
     public void set(int index, Object value) {
         ensureOpen();
         KernelParameter parameter = kernel.parameters().get(index);
@@ -92,6 +108,7 @@ public final class KernelArguments implements AutoCloseable {
         arguments[index] = value;
     }
 
+    /** {@return whether these arguments are open: false once {@link #close()} has been called} */
     public boolean isOpen() {
         return lifetime.isOpen();
     }

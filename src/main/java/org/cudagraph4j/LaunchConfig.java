@@ -17,6 +17,17 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream
     /** The most threads a block may have on every GPU this library supports. */
     public static final int MAX_THREADS_PER_BLOCK = 1024;
 
+    /**
+     * Checks the configuration.
+     *
+     * @param grid blocks in the grid
+     * @param block threads in a block; at most {@value #MAX_THREADS_PER_BLOCK} in all
+     * @param sharedMemBytes dynamic shared memory per block, in bytes; not negative
+     * @param stream the stream the launch is ordered on
+     * @throws NullPointerException if {@code grid}, {@code block} or {@code stream} is {@code null}
+     * @throws IllegalArgumentException if the block has more than {@value #MAX_THREADS_PER_BLOCK} threads, or
+     *     {@code sharedMemBytes} is negative
+     */
     public LaunchConfig {
         Objects.requireNonNull(grid, "grid");
         Objects.requireNonNull(block, "block");
@@ -30,20 +41,46 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream
         }
     }
 
+    /**
+     * Makes a configuration, as the constructor does.
+     *
+     * @param grid blocks in the grid
+     * @param block threads in a block; at most {@value #MAX_THREADS_PER_BLOCK} in all
+     * @param sharedMemBytes dynamic shared memory per block, in bytes; not negative
+     * @param stream the stream the launch is ordered on
+     * @return the configuration
+     * @throws IllegalArgumentException if the block has too many threads, or {@code sharedMemBytes} is negative
+     */
     public static LaunchConfig of(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream stream) {
         return new LaunchConfig(grid, block, sharedMemBytes, stream);
     }
 
+    /**
+     * Makes a configuration without dynamic shared memory.
+     *
+     * @param grid blocks in the grid
+     * @param block threads in a block; at most {@value #MAX_THREADS_PER_BLOCK} in all
+     * @param stream the stream the launch is ordered on
+     * @return the configuration, with {@code sharedMemBytes} 0
+     * @throws IllegalArgumentException if the block has too many threads
+     */
     public static LaunchConfig of(Dim3 grid, Dim3 block, CudaStream stream) {
         return new LaunchConfig(grid, block, 0, stream);
     }
 
-    /** The launch shape in CUDA's notation, e.g. {@code <<<{256,2},{8,32},0>>>}. */
+    /** {@return the launch shape in CUDA's notation, e.g. {@code <<<{256,2},{8,32},0>>>}} */
     public String shape() {
         return shape(grid, block, sharedMemBytes);
     }
 
-    /** The launch shape in CUDA's notation, for any grid, block and shared-memory size. */
+    /**
+     * Formats a launch shape in CUDA's notation, for any grid, block and shared-memory size.
+     *
+     * @param grid blocks in the grid
+     * @param block threads in a block
+     * @param sharedMemBytes dynamic shared memory per block, in bytes
+     * @return {@code <<<grid,block,sharedMemBytes>>>}, each {@link Dim3} as its {@link Dim3#toString()}
+     */
     public static String shape(Dim3 grid, Dim3 block, int sharedMemBytes) {
         return "<<<" + grid + "," + block + "," + sharedMemBytes + ">>>";
     }

@@ -32,8 +32,11 @@ public record LiveResources(long streams, long events, long deviceBuffers, long 
     }
 
     /**
-     * What this has more of than {@code before}, by name, e.g. {@code deviceBuffers +2 (+8192 bytes)};
-     * empty when nothing grew.
+     * Describes what this snapshot has more of than {@code before}, by name.
+     *
+     * @param before the earlier snapshot
+     * @return the counts that grew, e.g. {@code deviceBuffers +2 (+8192 bytes)}, comma-separated; empty when
+     *     nothing grew
      */
     public String growthSince(LiveResources before) {
         StringBuilder growth = new StringBuilder();

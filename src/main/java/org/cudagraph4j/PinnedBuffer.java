@@ -28,15 +28,17 @@ public final class PinnedBuffer implements AutoCloseable {
         lifetime.watch(this);
     }
 
-    /** The memory, valid until {@link #close()}. */
+    /** {@return the memory, valid until {@link #close()}; an access after it throws {@link IllegalStateException}} */
     public MemorySegment segment() {
         return segment;
     }
 
+    /** {@return the size in bytes, as allocated} */
     public long byteSize() {
         return segment.byteSize();
     }
 
+    /** {@return whether this buffer is open: false once {@link #close()} has been called} */
     public boolean isOpen() {
         return lifetime.isOpen();
     }

@@ -19,7 +19,11 @@ public enum CaptureMode {
         this.value = value;
     }
 
-    /** The {@code cudaStreamCaptureMode} value. */
+    /**
+     * The {@code cudaStreamCaptureMode} value.
+     *
+     * @return the raw value passed to {@code cudaStreamBeginCapture}, 0 to 2
+     */
     public int value() {
         return value;
     }

@@ -2,7 +2,9 @@ package org.cudagraph4j.graph;
 
 /** Whether a stream is capturing ({@code cudaStreamCaptureStatus}). */
 public enum CaptureStatus {
+    /** The stream is not capturing. */
     NONE(0),
+    /** The stream is capturing, and the capture is still valid. */
     ACTIVE(1),
     /** Capture is still on, but an illegal operation broke it; ending it yields no graph. */
     INVALIDATED(2);
@@ -13,10 +15,22 @@ public enum CaptureStatus {
         this.value = value;
     }
 
+    /**
+     * The {@code cudaStreamCaptureStatus} value.
+     *
+     * @return the raw value, 0 to 2
+     */
     public int value() {
         return value;
     }
 
+    /**
+     * The status with the given {@code cudaStreamCaptureStatus} value.
+     *
+     * @param value a raw {@code cudaStreamCaptureStatus}
+     * @return the matching constant
+     * @throws IllegalArgumentException if {@code value} is not a known status
+     */
     public static CaptureStatus fromValue(int value) {
         for (CaptureStatus status : values()) {
             if (status.value == value) {

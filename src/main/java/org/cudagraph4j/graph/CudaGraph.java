@@ -70,12 +70,25 @@ public final class CudaGraph implements AutoCloseable {
         lifetime.watch(this);
     }
 
-    /** An empty graph, to build explicitly. */
+    /**
+     * Creates an empty graph, to build explicitly ({@code cudaGraphCreate}).
+     *
+     * @return the new graph, which the caller closes
+     */
     public static CudaGraph create() {
         return new CudaGraph(Graphs.create(), new NodeResources(Map.of(), List.of()), Map.of());
     }
 
-    /** Adds a kernel launch. Arguments are checked against the kernel's parameter info first. */
+    /**
+     * Adds a kernel launch. Arguments are checked against the kernel's parameter info first.
+     *
+     * @param params the kernel, its launch shape and its arguments
+     * @param dependencies nodes of this graph that must complete first; none for a root node
+     * @return the new node
+     * @throws IllegalArgumentException if the arguments do not fit the kernel's parameters, or a dependency
+     *     belongs to another graph
+     * @throws IllegalStateException if this graph, the kernel's library or a buffer among the arguments is closed
+     */
     public GraphNode addKernel(KernelNodeParams params, GraphNode... dependencies) {
         Objects.requireNonNull(params, "params");
         MemorySegment node;
@@ -92,7 +105,17 @@ public final class CudaGraph implements AutoCloseable {
         return new GraphNode(this, node, params);
     }
 
-    /** Adds a copy of all of {@code source} into {@code destination} (same type and length). */
+    /**
+     * Adds a copy of all of {@code source} into {@code destination}.
+     *
+     * @param destination the buffer written; as many bytes as {@code source}
+     * @param source the buffer read
+     * @param dependencies nodes of this graph that must complete first; none for a root node
+     * @return the new node
+     * @throws IllegalArgumentException if the two buffers' byte sizes differ, or a dependency belongs to another
+     *     graph
+     * @throws IllegalStateException if this graph or either buffer is closed
+     */
     public GraphNode addMemcpy(DeviceBuffer destination, DeviceBuffer source, GraphNode... dependencies) {
         if (destination.byteSize() != source.byteSize()) {
             throw new IllegalArgumentException("memcpy node: destination has " + destination.byteSize()
@@ -102,36 +125,80 @@ public final class CudaGraph implements AutoCloseable {
                 destination.address(), source.address(), source.byteSize()));
     }
 
-    /** Adds a memset of every byte of {@code destination} to {@code byteValue}'s low 8 bits. */
+    /**
+     * Adds a memset of every byte of {@code destination} to {@code byteValue}'s low 8 bits.
+     *
+     * @param destination the buffer written, all of it
+     * @param byteValue the value; only its low 8 bits are used
+     * @param dependencies nodes of this graph that must complete first; none for a root node
+     * @return the new node
+     * @throws IllegalArgumentException if a dependency belongs to another graph
+     * @throws IllegalStateException if this graph or {@code destination} is closed
+     */
     public GraphNode addMemset(DeviceBuffer destination, int byteValue, GraphNode... dependencies) {
         return addNode(lifetimesOf(destination), () -> Graphs.addMemsetNode(handle(), handles(dependencies),
                 destination.address(), byteValue, destination.byteSize()));
     }
 
-    /** Adds a node that does nothing: a join point for dependencies. */
+    /**
+     * Adds a node that does nothing: a join point for dependencies.
+     *
+     * @param dependencies nodes of this graph that must complete first; none for a root node
+     * @return the new node
+     * @throws IllegalArgumentException if a dependency belongs to another graph
+     * @throws IllegalStateException if this graph is closed
+     */
     public GraphNode addEmpty(GraphNode... dependencies) {
         return addNode(List.of(), () -> Graphs.addEmptyNode(handle(), handles(dependencies)));
     }
 
-    /** Adds a node that records {@code event} when its dependencies complete. */
+    /**
+     * Adds a node that records {@code event} when its dependencies complete.
+     *
+     * @param event the event to record; kept alive while a graph or executable uses it
+     * @param dependencies nodes of this graph that must complete first; none for a root node
+     * @return the new node
+     * @throws IllegalArgumentException if a dependency belongs to another graph
+     * @throws IllegalStateException if this graph or {@code event} is closed
+     */
     public GraphNode addEventRecord(CudaEvent event, GraphNode... dependencies) {
         return addNode(lifetimesOf(event),
                 () -> Graphs.addEventRecordNode(handle(), handles(dependencies), event.handle()));
     }
 
-    /** Adds a node that waits for {@code event}'s recorded work. */
+    /**
+     * Adds a node that waits for {@code event}'s recorded work.
+     *
+     * @param event the event to wait for; kept alive while a graph or executable uses it
+     * @param dependencies nodes of this graph that must complete first; none for a root node
+     * @return the new node
+     * @throws IllegalArgumentException if a dependency belongs to another graph
+     * @throws IllegalStateException if this graph or {@code event} is closed
+     */
     public GraphNode addEventWait(CudaEvent event, GraphNode... dependencies) {
         return addNode(lifetimesOf(event),
                 () -> Graphs.addEventWaitNode(handle(), handles(dependencies), event.handle()));
     }
 
-    /** Adds a copy of {@code child} as one node; later changes to {@code child} do not affect it. */
+    /**
+     * Adds a copy of {@code child} as one node; later changes to {@code child} do not affect it.
+     *
+     * @param child the graph to copy; what its nodes use is kept alive for the copy
+     * @param dependencies nodes of this graph that must complete first; none for a root node
+     * @return the new node
+     * @throws IllegalArgumentException if a dependency belongs to another graph
+     * @throws IllegalStateException if this graph or {@code child} is closed
+     */
     public GraphNode addChildGraph(CudaGraph child, GraphNode... dependencies) {
         return addNode(child.resources().all(),
                 () -> Graphs.addChildGraphNode(handle(), handles(dependencies), child.handle()));
     }
 
-    /** Every node, in the runtime's order (creation order); a node's position is its {@link GraphNode#id()}. */
+    /**
+     * Every node, in the runtime's order (creation order); a node's position is its {@link GraphNode#id()}.
+     *
+     * @return the nodes, unmodifiable; empty for an empty graph
+     */
     public List<GraphNode> nodes() {
         List<GraphNode> nodes = new ArrayList<>();
         for (MemorySegment node : Graphs.nodes(handle())) {
@@ -140,7 +207,11 @@ public final class CudaGraph implements AutoCloseable {
         return List.copyOf(nodes);
     }
 
-    /** Every dependency edge. */
+    /**
+     * Every dependency edge.
+     *
+     * @return the edges, unmodifiable
+     */
     public List<GraphEdge> edges() {
         List<GraphEdge> edges = new ArrayList<>();
         for (MemorySegment[] edge : Graphs.edges(handle())) {
@@ -149,7 +220,11 @@ public final class CudaGraph implements AutoCloseable {
         return List.copyOf(edges);
     }
 
-    /** The nodes in dependency order; among ready nodes the lowest id comes first. */
+    /**
+     * The nodes in dependency order; among ready nodes the lowest id comes first.
+     *
+     * @return every node once, unmodifiable
+     */
     public List<GraphNode> topologicalOrder() {
         List<GraphNode> nodes = nodes();
         List<GraphNode> order = new ArrayList<>(nodes.size());
@@ -162,9 +237,12 @@ public final class CudaGraph implements AutoCloseable {
     /**
      * Instantiates an executable graph.
      *
+     * @param flags options; {@link InstantiateFlag#UPLOAD} is refused here
+     * @return the new executable, which the caller closes; it keeps alive what its nodes use
      * @throws GraphInstantiateException with the reason and the node at fault
      * @throws IllegalArgumentException for {@link InstantiateFlag#UPLOAD}, which needs a stream:
      *     use {@link #instantiate(CudaStream, InstantiateFlag...)}
+     * @throws IllegalStateException if this graph is closed
      */
     public GraphExec instantiate(InstantiateFlag... flags) {
         if (Arrays.asList(flags).contains(InstantiateFlag.UPLOAD)) {
@@ -173,12 +251,24 @@ public final class CudaGraph implements AutoCloseable {
         return instantiate(MemorySegment.NULL, flags);
     }
 
-    /** Instantiates, uploading on {@code uploadStream} when {@link InstantiateFlag#UPLOAD} is given. */
+    /**
+     * Instantiates, uploading on {@code uploadStream} when {@link InstantiateFlag#UPLOAD} is given.
+     *
+     * @param uploadStream the stream the upload is ordered on
+     * @param flags options
+     * @return the new executable, which the caller closes; it keeps alive what its nodes use
+     * @throws GraphInstantiateException with the reason and the node at fault
+     * @throws IllegalStateException if this graph or {@code uploadStream} is closed
+     */
     public GraphExec instantiate(CudaStream uploadStream, InstantiateFlag... flags) {
         return instantiate(uploadStream.handle(), flags);
     }
 
-    /** Captures this graph's nodes, edges and node details for drawing. */
+    /**
+     * Captures this graph's nodes, edges and node details for drawing.
+     *
+     * @return a snapshot detached from the runtime; later changes to this graph do not affect it
+     */
     public GraphSnapshot snapshot() {
         List<GraphNode> nodes = nodes();
         List<GraphSnapshot.Edge> edges = edgesById(nodes, edges());
@@ -195,27 +285,52 @@ public final class CudaGraph implements AutoCloseable {
         return new GraphSnapshot(snapshotNodes, edges);
     }
 
-    /** Draws the graph as boxes joined by arrows, in the layout of the seed diagram. */
+    /**
+     * Draws the graph as boxes joined by arrows, in the layout of the seed diagram.
+     *
+     * @return the drawing, as {@link GraphDiagram#draw} makes it from {@link #snapshot()}
+     */
     public String describe() {
         return GraphDiagram.draw(snapshot());
     }
 
-    /** The graph in Graphviz DOT, written by this library from {@link #snapshot()}. */
+    /**
+     * The graph in Graphviz DOT, written by this library from {@link #snapshot()}.
+     *
+     * @return the DOT source, as {@link GraphDot#write} makes it
+     */
     public String toDot() {
         return GraphDot.write(snapshot());
     }
 
-    /** Writes the runtime's own DOT rendering ({@code cudaGraphDebugDotPrint}) to {@code path}. */
+    /**
+     * Writes the runtime's own DOT rendering ({@code cudaGraphDebugDotPrint}) to {@code path}.
+     *
+     * @param path the file to write; a relative path resolves against the working directory
+     * @param verbose whether to include every detail ({@code cudaGraphDebugDotFlagsVerbose})
+     * @throws org.cudagraph4j.CudaException if the runtime fails, e.g. cannot write the file
+     * @throws IllegalStateException if this graph is closed
+     */
     public void debugDotPrint(Path path, boolean verbose) {
         Graphs.debugDotPrint(handle(), path.toAbsolutePath().toString(), verbose);
     }
 
-    /** The {@code cudaGraph_t}, for interop; valid until closed. */
+    /**
+     * The {@code cudaGraph_t}, for interop; valid until closed.
+     *
+     * @return the native handle
+     * @throws IllegalStateException if this graph is closed
+     */
     public MemorySegment handle() {
         lifetime.ensureOpen();
         return handle;
     }
 
+    /**
+     * Whether this graph is still open.
+     *
+     * @return {@code false} once {@link #close()} was called
+     */
     public boolean isOpen() {
         return lifetime.isOpen();
     }

@@ -22,6 +22,13 @@ public final class GraphDiagram {
 
     private GraphDiagram() {}
 
+    /**
+     * Draws {@code graph} inside a frame {@link #WIDTH} characters wide; an empty graph draws as
+     * {@code (empty graph)}.
+     *
+     * @param graph the graph to draw
+     * @return the drawing, each line ended by a newline
+     */
     public static String draw(GraphSnapshot graph) {
         List<String> lines = new ArrayList<>();
         lines.add("┌" + "─".repeat(WIDTH - 2) + "┐");

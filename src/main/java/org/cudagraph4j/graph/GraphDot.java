@@ -8,6 +8,13 @@ package org.cudagraph4j.graph;
 public final class GraphDot {
     private GraphDot() {}
 
+    /**
+     * Renders {@code graph} as a DOT digraph: each node a box labelled with its id, type and fields,
+     * each dependency an arrow.
+     *
+     * @param graph the graph to render
+     * @return the DOT source, ending with a newline
+     */
     public static String write(GraphSnapshot graph) {
         StringBuilder dot = new StringBuilder();
         dot.append("digraph cudaGraph {\n");

@@ -56,6 +56,8 @@ public final class GraphExec implements AutoCloseable {
     /**
      * Queues the whole graph on {@code stream}.
      *
+     * @param stream the stream to launch on
+     * @throws IllegalStateException if this executable or {@code stream} is closed
      * @throws StreamCaptureException if {@code stream} is capturing: the runtime refuses
      *     {@code cudaGraphLaunch} there ({@code cudaErrorStreamCaptureUnsupported}, seen with driver
      *     580); nest the template with {@link CudaGraph#addChildGraph} instead, which keeps what it
@@ -71,7 +73,12 @@ public final class GraphExec implements AutoCloseable {
         }
     }
 
-    /** Uploads the graph's work to the device ahead of the first launch, ordered on {@code stream}. */
+    /**
+     * Uploads the graph's work to the device ahead of the first launch, ordered on {@code stream}.
+     *
+     * @param stream the stream the upload is ordered on
+     * @throws IllegalStateException if this executable or {@code stream} is closed
+     */
     public void upload(CudaStream stream) {
         MemorySegment streamHandle = stream.handle();
         lock.lock();
@@ -88,8 +95,10 @@ public final class GraphExec implements AutoCloseable {
      * From then on this executable holds what {@code graph}'s nodes use, and lets go of what it held
      * before.
      *
+     * @param graph a graph of the same topology; it may be closed afterwards
      * @throws GraphUpdateException naming the result kind (e.g. {@link UpdateResult#TOPOLOGY_CHANGED})
      *     and the node at fault; this executable is then unchanged
+     * @throws IllegalStateException if this executable or {@code graph} is closed
      */
     public void update(CudaGraph graph) {
         MemorySegment graphHandle = graph.handle();
@@ -125,7 +134,11 @@ public final class GraphExec implements AutoCloseable {
      * The kernel must stay the same. What the node used before and no other node uses is let go.
      *
      * @param node a kernel node of the graph this was instantiated from
-     * @throws IllegalStateException if a buffer among the arguments, or the kernel's library, is closed
+     * @param params the new launch: the same kernel, with other arguments or another shape
+     * @throws IllegalArgumentException if {@code node} is not from the graph this was instantiated from, or the
+     *     arguments do not fit the kernel's parameters
+     * @throws IllegalStateException if {@code node} is not a kernel node, or if its graph, this executable, a buffer
+     *     among the arguments or the kernel's library is closed
      */
     public void updateKernelNode(GraphNode node, KernelNodeParams params) {
         if (node.graph() != template) {
@@ -152,12 +165,22 @@ public final class GraphExec implements AutoCloseable {
         }
     }
 
-    /** The {@code cudaGraphExec_t}, for interop; valid until closed. */
+    /**
+     * The {@code cudaGraphExec_t}, for interop; valid until closed.
+     *
+     * @return the native handle
+     * @throws IllegalStateException if this executable is closed
+     */
     public MemorySegment handle() {
         lifetime.ensureOpen();
         return handle;
     }
 
+    /**
+     * Whether this executable is still open.
+     *
+     * @return {@code false} once {@link #close()} was called
+     */
     public boolean isOpen() {
         return lifetime.isOpen();
     }

@@ -27,30 +27,58 @@ public final class GraphNode {
         this.kernelParams = kernelParams;
     }
 
+    /**
+     * The graph this node belongs to.
+     *
+     * @return the graph, open or not
+     */
     public CudaGraph graph() {
         return graph;
     }
 
+    /**
+     * The kind of this node ({@code cudaGraphNodeGetType}).
+     *
+     * @return the node type
+     * @throws IllegalStateException if the graph is closed
+     * @throws IllegalArgumentException if the runtime reports a type this library does not know
+     */
     public GraphNodeType type() {
         return GraphNodeType.fromValue(Graphs.nodeType(handle()));
     }
 
-    /** Position in the graph's node list. */
+    /**
+     * Position in the graph's node list.
+     *
+     * @return the index, from 0, in {@link CudaGraph#nodes()}
+     */
     public int id() {
         return graph.indexOf(this);
     }
 
-    /** Position in the graph's topological order. */
+    /**
+     * Position in the graph's topological order.
+     *
+     * @return the index, from 0, in {@link CudaGraph#topologicalOrder()}
+     */
     public int topologicalIndex() {
         return graph.topologicalOrder().indexOf(this);
     }
 
-    /** Nodes this one runs after. */
+    /**
+     * Nodes this one runs after.
+     *
+     * @return the direct dependencies, unmodifiable; empty for a root node
+     */
     public List<GraphNode> dependencies() {
         return graph.edges().stream().filter(e -> e.to().equals(this)).map(GraphEdge::from).toList();
     }
 
-    /** Nodes that run after this one. */
+    /**
+     * Nodes that run after this one.
+     *
+     * @return the direct dependents, unmodifiable; empty for a leaf node
+     */
     public List<GraphNode> dependents() {
         return graph.edges().stream().filter(e -> e.from().equals(this)).map(GraphEdge::to).toList();
     }
@@ -59,6 +87,7 @@ public final class GraphNode {
      * The kernel, launch shape and function handle of a kernel node: as the library recorded them
      * for nodes it added or captured, else as the runtime reports them.
      *
+     * @return the kernel's names, launch shape and function handle
      * @throws IllegalStateException if this is not a kernel node
      */
     public KernelNodeInfo kernelInfo() {
@@ -81,12 +110,19 @@ public final class GraphNode {
     /**
      * What this kernel node launches, for nodes added with {@link CudaGraph#addKernel} or captured
      * from a launch through this library; empty for other nodes.
+     *
+     * @return the recorded launch, or empty
      */
     public Optional<KernelNodeParams> kernelParams() {
         return Optional.ofNullable(kernelParams);
     }
 
-    /** The {@code cudaGraphNode_t}, for interop; valid while the graph is open. */
+    /**
+     * The {@code cudaGraphNode_t}, for interop; valid while the graph is open.
+     *
+     * @return the native handle
+     * @throws IllegalStateException if the graph is closed
+     */
     public MemorySegment handle() {
         graph.ensureOpen();
         return handle;

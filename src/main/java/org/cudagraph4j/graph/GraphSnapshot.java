@@ -11,6 +11,11 @@ import java.util.List;
  * @param edges dependencies between node ids
  */
 public record GraphSnapshot(List<Node> nodes, List<Edge> edges) {
+    /**
+     * Copies both lists, so that the snapshot is immutable.
+     *
+     * @throws NullPointerException if a list, or an element of one, is null
+     */
     public GraphSnapshot {
         nodes = List.copyOf(nodes);
         edges = List.copyOf(edges);
@@ -25,6 +30,11 @@ public record GraphSnapshot(List<Node> nodes, List<Edge> edges) {
      * @param fields what to show about the node, in order, e.g. {@code Kernel}, {@code Node handle}
      */
     public record Node(int id, int topoId, GraphNodeType type, List<Field> fields) {
+        /**
+         * Copies the fields, so that the node is immutable.
+         *
+         * @throws NullPointerException if {@code fields}, or an element of it, is null
+         */
         public Node {
             fields = List.copyOf(fields);
         }
@@ -33,9 +43,17 @@ public record GraphSnapshot(List<Node> nodes, List<Edge> edges) {
     /**
      * A labelled value. An empty label continues the previous field on a new line, as the launch
      * shape continues the kernel name in the seed diagram.
+     *
+     * @param label what the value is, e.g. {@code Kernel}; empty to continue the previous field
+     * @param value the text shown
      */
     public record Field(String label, String value) {}
 
-    /** {@code to} depends on {@code from}; both are node ids. */
+    /**
+     * A dependency: {@code to} runs after {@code from}.
+     *
+     * @param from the id of the node that runs first
+     * @param to the id of the node that waits for it
+     */
     public record Edge(int from, int to) {}
 }

@@ -17,6 +17,11 @@ public enum InstantiateFlag {
         this.value = value;
     }
 
+    /**
+     * The {@code cudaGraphInstantiateFlags} bit.
+     *
+     * @return the flag's bit, to be combined with the others by OR
+     */
     public int value() {
         return value;
     }

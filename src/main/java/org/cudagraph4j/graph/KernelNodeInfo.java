@@ -15,7 +15,11 @@ import org.cudagraph4j.LaunchConfig;
  */
 public record KernelNodeInfo(String name, String mangledName, Dim3 grid, Dim3 block, int sharedMemBytes,
         long functionHandle) {
-    /** The launch shape in CUDA's notation, e.g. {@code <<<{256,2},{8,32},0>>>}. */
+    /**
+     * The launch shape in CUDA's notation.
+     *
+     * @return grid, block and dynamic shared memory in bytes, e.g. {@code <<<{256,2},{8,32},0>>>}
+     */
     public String shape() {
         return LaunchConfig.shape(grid, block, sharedMemBytes);
     }

@@ -19,6 +19,13 @@ import org.cudagraph4j.LaunchConfig;
  * @param arguments the arguments, as for {@link CudaKernel#launch(LaunchConfig, Object...)}
  */
 public record KernelNodeParams(CudaKernel kernel, Dim3 grid, Dim3 block, int sharedMemBytes, List<Object> arguments) {
+    /**
+     * Checks the launch shape and copies the arguments into an unmodifiable list, nulls kept.
+     *
+     * @throws NullPointerException if {@code kernel}, {@code grid}, {@code block} or {@code arguments} is null
+     * @throws IllegalArgumentException if {@code block} has more than {@link LaunchConfig#MAX_THREADS_PER_BLOCK}
+     *     threads or {@code sharedMemBytes} is negative
+     */
     public KernelNodeParams {
         Objects.requireNonNull(kernel, "kernel");
         Objects.requireNonNull(grid, "grid");
@@ -34,22 +41,53 @@ public record KernelNodeParams(CudaKernel kernel, Dim3 grid, Dim3 block, int sha
         arguments = Collections.unmodifiableList(Arrays.asList(arguments.toArray()));
     }
 
+    /**
+     * Describes a launch of {@code kernel} with the given arguments.
+     *
+     * @param kernel the kernel
+     * @param grid blocks in the grid
+     * @param block threads in a block, at most {@link LaunchConfig#MAX_THREADS_PER_BLOCK} in all
+     * @param sharedMemBytes dynamic shared memory per block, in bytes; not negative
+     * @param arguments the arguments, as for {@link CudaKernel#launch(LaunchConfig, Object...)}; checked
+     *     against the kernel only when the node is added or updated
+     * @return the launch description
+     * @throws NullPointerException if {@code kernel}, {@code grid} or {@code block} is null
+     * @throws IllegalArgumentException if {@code block} is too large or {@code sharedMemBytes} is negative
+     */
     public static KernelNodeParams of(CudaKernel kernel, Dim3 grid, Dim3 block, int sharedMemBytes,
             Object... arguments) {
         return new KernelNodeParams(kernel, grid, block, sharedMemBytes, Arrays.asList(arguments));
     }
 
-    /** The same launch with other arguments. */
+    /**
+     * The same launch with other arguments.
+     *
+     * @param newArguments the arguments, as for {@link CudaKernel#launch(LaunchConfig, Object...)}
+     * @return a copy with {@code newArguments}; this record is unchanged
+     */
     public KernelNodeParams withArguments(Object... newArguments) {
         return new KernelNodeParams(kernel, grid, block, sharedMemBytes, Arrays.asList(newArguments));
     }
 
-    /** The same arguments with another launch shape. */
+    /**
+     * The same arguments with another launch shape.
+     *
+     * @param newGrid blocks in the grid
+     * @param newBlock threads in a block, at most {@link LaunchConfig#MAX_THREADS_PER_BLOCK} in all
+     * @param newSharedMemBytes dynamic shared memory per block, in bytes; not negative
+     * @return a copy with the new shape; this record is unchanged
+     * @throws NullPointerException if {@code newGrid} or {@code newBlock} is null
+     * @throws IllegalArgumentException if {@code newBlock} is too large or {@code newSharedMemBytes} is negative
+     */
     public KernelNodeParams withLaunchShape(Dim3 newGrid, Dim3 newBlock, int newSharedMemBytes) {
         return new KernelNodeParams(kernel, newGrid, newBlock, newSharedMemBytes, arguments);
     }
 
-    /** The launch shape in CUDA's notation, e.g. {@code <<<{32,20},64,19200>>>}. */
+    /**
+     * The launch shape in CUDA's notation.
+     *
+     * @return grid, block and dynamic shared memory in bytes, e.g. {@code <<<{32,20},64,19200>>>}
+     */
     public String shape() {
         return LaunchConfig.shape(grid, block, sharedMemBytes);
     }

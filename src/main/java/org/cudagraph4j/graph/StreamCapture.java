@@ -37,7 +37,15 @@ public final class StreamCapture implements AutoCloseable {
         this.capture = capture;
     }
 
-    /** Same as {@link CudaStream#beginCapture(CaptureMode)}. */
+    /**
+     * Starts capturing the work queued on {@code stream}; same as {@link CudaStream#beginCapture(CaptureMode)}.
+     *
+     * @param stream the stream to capture
+     * @param mode which unsafe calls the capture forbids while it runs
+     * @return the capture scope, to end or close
+     * @throws IllegalStateException if {@code stream} is closed or already capturing
+     * @throws CudaException if the runtime refuses to begin capture
+     */
     public static StreamCapture begin(CudaStream stream, CaptureMode mode) {
         MemorySegment handle = stream.handle();
         CaptureTracker.Capture capture = CaptureTracker.begin(handle.address(), mode + " capture on " + stream);
@@ -50,10 +58,20 @@ public final class StreamCapture implements AutoCloseable {
         return new StreamCapture(stream, mode, capture);
     }
 
+    /**
+     * The stream being captured.
+     *
+     * @return the stream given to {@link #begin}
+     */
     public CudaStream stream() {
         return stream;
     }
 
+    /**
+     * The capture mode.
+     *
+     * @return the mode given to {@link #begin}
+     */
     public CaptureMode mode() {
         return mode;
     }
@@ -61,6 +79,7 @@ public final class StreamCapture implements AutoCloseable {
     /**
      * Ends capture and returns the graph.
      *
+     * @return the captured graph, which the caller closes; it keeps alive what its nodes use
      * @throws StreamCaptureException if an illegal operation invalidated the capture, a forked
      *     stream was not joined back, or a global or thread-local capture was ended from another
      *     thread ({@code cudaErrorStreamCaptureWrongThread}). The scope follows the stream: if the

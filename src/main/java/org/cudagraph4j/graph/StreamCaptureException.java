@@ -12,9 +12,12 @@ import org.cudagraph4j.CudaException;
 public final class StreamCaptureException extends CudaException {
     private static final long serialVersionUID = 1L;
 
+    /** The capture(s) running at the time, described. */
     private final String capture;
 
     /**
+     * Refines {@code cause} with the capture that was running, named in the message.
+     *
      * @param cause the failed call
      * @param capture the capture(s) running at the time, described
      */
@@ -23,7 +26,11 @@ public final class StreamCaptureException extends CudaException {
         this.capture = capture;
     }
 
-    /** The capture that was running, e.g. {@code capture 12 (GLOBAL) on CudaStream 0x... on device 0}. */
+    /**
+     * The capture that was running.
+     *
+     * @return its description, e.g. {@code capture 12 (GLOBAL) on CudaStream 0x... on device 0}
+     */
     public String capture() {
         return capture;
     }

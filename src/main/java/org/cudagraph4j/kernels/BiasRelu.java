@@ -22,12 +22,41 @@ public final class BiasRelu {
         this.kernel = kernel;
     }
 
-    /** Applies bias and ReLU with a grid sized to the matrix. */
+    /**
+     * Applies bias and ReLU with a grid sized to the matrix and {@link #BLOCK}.
+     *
+     * @param stream the stream to launch on
+     * @param m rows, at least 1
+     * @param n columns, at least 1
+     * @param x the input, at least m·n floats, row-major
+     * @param bias at least n floats, one per column
+     * @param y the output, at least m·n floats; {@code x} itself or not overlapping it
+     * @throws IllegalArgumentException if m or n is below 1, a buffer does not hold FLOAT32 or is too short, or
+     *     {@code y} overlaps {@code x} without being it
+     * @throws NullPointerException if a buffer is null
+     * @throws IllegalStateException if the stream, a buffer or these kernels are closed
+     */
     public void apply(CudaStream stream, int m, int n, DeviceBuffer x, DeviceBuffer bias, DeviceBuffer y) {
         apply(stream, m, n, x, bias, y, defaultGrid(m, n), BLOCK);
     }
 
-    /** Applies bias and ReLU with an explicit launch shape, e.g. the seed's {@code <<<{256,2},{8,32}>>>}. */
+    /**
+     * Applies bias and ReLU with an explicit launch shape, e.g. the seed's {@code <<<{256,2},{8,32}>>>}.
+     *
+     * @param stream the stream to launch on
+     * @param m rows, at least 1
+     * @param n columns, at least 1
+     * @param x the input, at least m·n floats, row-major
+     * @param bias at least n floats, one per column
+     * @param y the output, at least m·n floats; {@code x} itself or not overlapping it
+     * @param grid blocks in the grid; any grid gives the right result
+     * @param block threads in a block, at most {@link LaunchConfig#MAX_THREADS_PER_BLOCK}; any block gives the
+     *     right result
+     * @throws IllegalArgumentException if m or n is below 1, a buffer does not hold FLOAT32 or is too short,
+     *     {@code y} overlaps {@code x} without being it, or {@code block} is too large
+     * @throws NullPointerException if a buffer is null
+     * @throws IllegalStateException if the stream, a buffer or these kernels are closed
+     */
     public void apply(CudaStream stream, int m, int n, DeviceBuffer x, DeviceBuffer bias, DeviceBuffer y, Dim3 grid,
             Dim3 block) {
         if (m < 1 || n < 1) {
@@ -47,6 +76,12 @@ public final class BiasRelu {
         return Dim3.of(Math.min(GemmConfig.ceilDiv(m, 8), 65535), Math.min(GemmConfig.ceilDiv(n, 128), 65535));
     }
 
+    /**
+     * The standalone epilogue kernel, for direct launches and graph nodes.
+     *
+     * @return the kernel; its parameters are {@code (int M, int N, const float* X, int ldx, const float* bias,
+     *     float* Y, int ldy)}
+     */
     public CudaKernel kernel() {
         return kernel;
     }

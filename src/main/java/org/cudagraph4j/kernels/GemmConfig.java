@@ -29,7 +29,14 @@ public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int ti
         BIAS_RELU
     }
 
-    /** The grid that covers an {@code m x n} output: one block per tile. */
+    /**
+     * The grid that covers an {@code m x n} output: one block per tile.
+     *
+     * @param m rows of the output, at least 1
+     * @param n columns of the output, at least 1
+     * @return ceil(m / tileM) x ceil(n / tileN) blocks
+     * @throws IllegalArgumentException if m or n is below 1
+     */
     public Dim3 grid(int m, int n) {
         return Dim3.of(ceilDiv(m, tileM), ceilDiv(n, tileN));
     }

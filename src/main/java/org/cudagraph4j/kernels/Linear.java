@@ -33,8 +33,16 @@ public final class Linear {
     private final Dim3 epilogueGrid;
 
     /**
+     * Creates a layer on weight and bias buffers that stay owned by the caller.
+     *
+     * @param kernels the loaded kernels to run on
      * @param weight [outFeatures, inFeatures] floats
      * @param bias [outFeatures] floats
+     * @param inFeatures columns of x and of the weight, at least 1
+     * @param outFeatures rows of the weight and columns of y, at least 1
+     * @throws IllegalArgumentException if a feature count is below 1, or a buffer does not hold FLOAT32 or is too
+     *     short
+     * @throws NullPointerException if {@code kernels}, {@code weight} or {@code bias} is null
      */
     public Linear(ShippedKernels kernels, DeviceBuffer weight, DeviceBuffer bias, int inFeatures, int outFeatures) {
         this.kernels = Objects.requireNonNull(kernels, "kernels");
@@ -60,10 +68,20 @@ public final class Linear {
         this.epilogueGrid = epilogueGrid;
     }
 
+    /**
+     * The size of one input row.
+     *
+     * @return columns of x, at least 1
+     */
     public int inFeatures() {
         return inFeatures;
     }
 
+    /**
+     * The size of one output row.
+     *
+     * @return columns of y, at least 1
+     */
     public int outFeatures() {
         return outFeatures;
     }
@@ -71,6 +89,10 @@ public final class Linear {
     /**
      * A copy of this layer whose unfused epilogue launches on {@code grid} (with the seed's 8 x 32
      * block), e.g. the seed's {@code {256,2}}. The epilogue is correct for any grid.
+     *
+     * @param grid blocks for the unfused epilogue; {@link Mode#FUSED} ignores it
+     * @return a new layer on the same buffers; this one is unchanged
+     * @throws NullPointerException if {@code grid} is null
      */
     public Linear withEpilogueGrid(Dim3 grid) {
         return new Linear(this, Objects.requireNonNull(grid, "grid"));
@@ -79,8 +101,15 @@ public final class Linear {
     /**
      * Queues the forward pass of {@code batch} rows on {@code stream}.
      *
+     * @param stream the stream to launch on
+     * @param batch rows of x and y, at least 1
      * @param x [batch, inFeatures] floats
      * @param y [batch, outFeatures] floats; must not overlap x
+     * @param mode one fused kernel, or the seed's two kernels
+     * @throws IllegalArgumentException if {@code batch} is below 1, {@code x} or {@code y} does not hold FLOAT32 or
+     *     is too short, or {@code y} overlaps {@code x} or the weight
+     * @throws NullPointerException if {@code x}, {@code y} or {@code mode} is null
+     * @throws IllegalStateException if the stream, a buffer or the kernels are closed
      */
     public void forward(CudaStream stream, int batch, DeviceBuffer x, DeviceBuffer y, Mode mode) {
         if (batch < 1) {

@@ -31,7 +31,25 @@ public final class Sgemm {
         this.kernels = kernels;
     }
 
-    /** {@code C = alpha * A * op(B) + beta * C}, where op(B) is B or, if {@code bTransposed}, Bᵀ. */
+    /**
+     * Computes {@code C = alpha * A * op(B) + beta * C}, where op(B) is B or, if {@code bTransposed}, Bᵀ, on
+     * the instance {@link #choose} picks.
+     *
+     * @param stream the stream to launch on
+     * @param m rows of A and of the output, at least 1
+     * @param n columns of op(B) and of the output, at least 1
+     * @param k columns of A and rows of op(B), at least 1
+     * @param alpha the factor of the product
+     * @param a A, [m, k] floats
+     * @param b B, [k, n] floats, or [n, k] if {@code bTransposed}
+     * @param bTransposed whether B is stored [n, k] (as {@code torch.nn.Linear} stores its weight)
+     * @param beta the factor of C's old value; with 0, C is not read
+     * @param c C, [m, n] floats; must not overlap A or B
+     * @throws IllegalArgumentException if a dimension is below 1, a buffer does not hold FLOAT32 or is shorter
+     *     than its matrix, C overlaps A or B, or n needs more than 65535 tiles
+     * @throws NullPointerException if a buffer is null
+     * @throws IllegalStateException if the stream, a buffer or the kernels are closed
+     */
     public void multiply(CudaStream stream, int m, int n, int k, float alpha, DeviceBuffer a, DeviceBuffer b,
             boolean bTransposed, float beta, DeviceBuffer c) {
         checkDimensions(m, n, k);
@@ -39,7 +57,23 @@ public final class Sgemm {
         multiply(stream, config, m, n, k, alpha, a, b, beta, c, null);
     }
 
-    /** {@code D = max(A * op(B) + bias[column], 0)} in one kernel: the fused Linear. */
+    /**
+     * Computes {@code D = max(A * op(B) + bias[column], 0)} in one kernel: the fused Linear.
+     *
+     * @param stream the stream to launch on
+     * @param m rows of A and of the output, at least 1
+     * @param n columns of op(B) and of the output, at least 1
+     * @param k columns of A and rows of op(B), at least 1
+     * @param a A, [m, k] floats
+     * @param b B, [k, n] floats, or [n, k] if {@code bTransposed}
+     * @param bTransposed whether B is stored [n, k] (as {@code torch.nn.Linear} stores its weight)
+     * @param bias n floats, one per column
+     * @param d D, [m, n] floats, only written; must not overlap A or B
+     * @throws IllegalArgumentException if a dimension is below 1, a buffer does not hold FLOAT32 or is shorter
+     *     than its matrix, D overlaps A or B, or n needs more than 65535 tiles
+     * @throws NullPointerException if a buffer is null
+     * @throws IllegalStateException if the stream, a buffer or the kernels are closed
+     */
     public void multiplyBiasRelu(CudaStream stream, int m, int n, int k, DeviceBuffer a, DeviceBuffer b,
             boolean bTransposed, DeviceBuffer bias, DeviceBuffer d) {
         checkDimensions(m, n, k);
@@ -50,6 +84,23 @@ public final class Sgemm {
     /**
      * Runs a pinned instance. {@code bias} is required by, and only by, bias+ReLU instances;
      * {@code alpha} and {@code beta} apply only to linear-combination ones.
+     *
+     * @param stream the stream to launch on
+     * @param config the instance, one of {@link ShippedKernels#gemmConfigs()}; it fixes the epilogue and B's layout
+     * @param m rows of A and of the output, at least 1
+     * @param n columns of op(B) and of the output, at least 1
+     * @param k columns of A and rows of op(B), at least 1
+     * @param alpha the factor of the product
+     * @param a A, [m, k] floats
+     * @param b B, [k, n] floats, or [n, k] if the instance takes B transposed
+     * @param beta the factor of C's old value; with 0, C is not read
+     * @param c the output, [m, n] floats; must not overlap A or B
+     * @param bias n floats for a bias+ReLU instance, else {@code null}
+     * @throws IllegalArgumentException if a dimension is below 1, a buffer does not hold FLOAT32 or is shorter
+     *     than its matrix, the output overlaps A or B, n needs more than 65535 tiles, a linear-combination instance
+     *     is given a bias, or B's leading dimension or offset is not a multiple of the instance's alignment
+     * @throws NullPointerException if {@code config}, a matrix, or the bias a bias+ReLU instance needs is null
+     * @throws IllegalStateException if the stream, a buffer or the kernels are closed
      */
     public void multiply(CudaStream stream, GemmConfig config, int m, int n, int k, float alpha, DeviceBuffer a,
             DeviceBuffer b, float beta, DeviceBuffer c, DeviceBuffer bias) {
@@ -70,6 +121,16 @@ public final class Sgemm {
      * The instance {@link #multiply} would use: among those with the right epilogue and B layout
      * (and B aligned for vector loads where the instance needs it), the large tile when its grid
      * fills every multiprocessor, else the smallest tile.
+     *
+     * @param m rows of A and of the output, at least 1
+     * @param n columns of op(B) and of the output, at least 1
+     * @param k columns of A and rows of op(B)
+     * @param bTransposed whether B is stored [n, k]
+     * @param epilogue the epilogue wanted
+     * @param b B, whose offset decides whether instances with vector loads fit
+     * @return one of {@link ShippedKernels#gemmConfigs()}
+     * @throws IllegalArgumentException if m or n is below 1
+     * @throws IllegalStateException if no shipped instance has this epilogue and B layout
      */
     public GemmConfig choose(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer b) {
         int multiprocessors = kernels.multiprocessorCount();

@@ -46,7 +46,10 @@ public final class ShippedKernels implements AutoCloseable {
     /**
      * Loads the image that fits {@code device}.
      *
-     * @throws IllegalStateException if no shipped image runs on the device's architecture
+     * @param device the device whose compute capability picks the image
+     * @return the loaded kernels, which the caller closes
+     * @throws IllegalStateException if no shipped image runs on the device's architecture, or the jar has no
+     *     kernels manifest
      */
     public static ShippedKernels load(CudaDevice device) {
         KernelManifest manifest = KernelManifest.load();
@@ -61,11 +64,20 @@ public final class ShippedKernels implements AutoCloseable {
         }
     }
 
+    /**
+     * The device the kernels were loaded for.
+     *
+     * @return the device given to {@link #load}
+     */
     public CudaDevice device() {
         return device;
     }
 
-    /** The file loaded, e.g. {@code cg4j_kernels.sm_90.cubin}. */
+    /**
+     * The file loaded.
+     *
+     * @return its name in the jar, e.g. {@code cg4j_kernels.sm_90.cubin} or {@code cg4j_kernels.compute_120.ptx}
+     */
     public String image() {
         return image;
     }
@@ -74,20 +86,39 @@ public final class ShippedKernels implements AutoCloseable {
         return multiprocessorCount;
     }
 
-    /** The shipped sgemm instances. */
+    /**
+     * The shipped sgemm instances.
+     *
+     * @return every instance in the manifest, unmodifiable
+     */
     public List<GemmConfig> gemmConfigs() {
         return configs;
     }
 
+    /**
+     * Matrix products on these kernels.
+     *
+     * @return a new {@link Sgemm}, valid while these kernels are open
+     */
     public Sgemm sgemm() {
         return new Sgemm(this);
     }
 
+    /**
+     * The standalone bias+ReLU epilogue on these kernels.
+     *
+     * @return a new {@link BiasRelu}, valid while these kernels are open
+     * @throws IllegalStateException if these kernels are closed
+     */
     public BiasRelu biasRelu() {
         return new BiasRelu(library.kernel(epilogueKernel));
     }
 
-    /** The library the kernels were loaded into, for direct launches and graph nodes. */
+    /**
+     * The library the kernels were loaded into, for direct launches and graph nodes.
+     *
+     * @return the library, which {@link #close()} closes
+     */
     public CudaLibrary library() {
         return library;
     }
