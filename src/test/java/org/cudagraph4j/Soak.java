@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -173,6 +174,8 @@ public final class Soak {
     private final LongAdder wrongResults = new LongAdder();
     private final AtomicInteger reported = new AtomicInteger();
     private final ConcurrentLinkedQueue<String> problems = new ConcurrentLinkedQueue<>();
+    /** Whether the last sample's device memory is this process's own (nvidia-smi) or the device's. */
+    private volatile boolean perProcessDeviceMemory;
     /** The largest synchronous copy, so that every thread's host arrays together fit well inside the heap. */
     private final int maxCopyFloats;
 
@@ -265,10 +268,9 @@ public final class Soak {
         try {
             System.gc(); // the heap after a full collection is what the program retains
             Runtime runtime = Runtime.getRuntime();
-            CudaDevice.MemoryInfo memory = device.memoryInfo();
             return new Sample((System.nanoTime() - start) / 1e9, operations(), errors.sum(), wrongResults.sum(),
-                    rssBytes(), runtime.totalMemory() - runtime.freeMemory(),
-                    memory.totalBytes() - memory.freeBytes(), Cuda.liveResources());
+                    rssBytes(), runtime.totalMemory() - runtime.freeMemory(), deviceUsedBytes(),
+                    Cuda.liveResources());
         } finally {
             gate.writeLock().unlock();
         }
@@ -276,6 +278,36 @@ public final class Soak {
 
     private long operations() {
         return Arrays.stream(counts).mapToLong(LongAdder::sum).sum();
+    }
+
+    /**
+     * The device memory this process uses, as nvidia-smi reports it per process, so that other
+     * processes on the GPU (a sanitizer run beside the soak, say) do not move it; where nvidia-smi
+     * cannot tell, the whole device's used memory (total minus free).
+     */
+    private long deviceUsedBytes() {
+        String pid = Long.toString(ProcessHandle.current().pid());
+        try {
+            Process query = new ProcessBuilder("nvidia-smi", "--query-compute-apps=pid,used_memory",
+                    "--format=csv,noheader,nounits").redirectErrorStream(true).start();
+            String output = new String(query.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (query.waitFor() == 0) {
+                for (String line : output.split("\n")) {
+                    String[] fields = line.split(",");
+                    if (fields.length == 2 && fields[0].strip().equals(pid)) {
+                        perProcessDeviceMemory = true;
+                        return Long.parseLong(fields[1].strip()) << 20;
+                    }
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            // no nvidia-smi, or output it cannot parse: fall back to the device's totals
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        perProcessDeviceMemory = false;
+        CudaDevice.MemoryInfo memory = device.memoryInfo();
+        return memory.totalBytes() - memory.freeBytes();
     }
 
     private static long rssBytes() {
@@ -430,8 +462,9 @@ public final class Soak {
         verdictRows.addAll(checks);
         md.append(table(verdictRows, true));
         md.append(String.format(Locale.ROOT, "%nGrowth runs from the median of the first three samples after "
-                + "warm-up (the first %.0f s) to the median of the last three. Device memory used is total minus "
-                + "free, so other processes on the GPU count too.%n", warmup));
+                + "warm-up (the first %.0f s) to the median of the last three. %s%n", warmup,
+                perProcessDeviceMemory ? "Device memory used is this process's own, as nvidia-smi reports it."
+                        : "Device memory used is the device's total minus free, so other processes count too."));
         md.append("\n## Workload\n\n");
         md.append("""
                 Each thread loops over operations chosen uniformly at random until the deadline. Inputs are \
