@@ -5,7 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
+import java.util.Set;
 import java.util.stream.Stream;
 import org.cudagraph4j.Cuda;
 import org.cudagraph4j.CudaDevice;
@@ -67,11 +69,13 @@ class SgemmTest {
         double[] fused = Reference.biasRelu(product, m, n, bias);
         try (DeviceBuffer da = upload(a); DeviceBuffer db = upload(b); DeviceBuffer dc = device.allocateFloats(m * n);
                 DeviceBuffer dbias = upload(bias)) {
+            Set<GemmConfig.Epilogue> checked = EnumSet.noneOf(GemmConfig.Epilogue.class);
             for (GemmConfig config : kernels.gemmConfigs()) {
                 if (config.bTransposed() != bTransposed || (config.alignment() > 1 && (bTransposed ? k : n)
                         % config.alignment() != 0)) {
                     continue;
                 }
+                checked.add(config.epilogue());
                 String what = config.kernelName() + " " + TestData.seedDescription(seed);
                 if (config.epilogue() == GemmConfig.Epilogue.LINEAR_COMBINATION) {
                     dc.copyFrom(c);
@@ -85,6 +89,8 @@ class SgemmTest {
                     Reference.assertClose(fused, dc.toFloatArray(), what);
                 }
             }
+            // The align1 instances take every shape: both epilogues must have been checked.
+            assertEquals(EnumSet.allOf(GemmConfig.Epilogue.class), checked);
         }
     }
 
