@@ -38,8 +38,8 @@ public final class CudaDevice {
     /** {@return free and total device memory in bytes, as {@code cudaMemGetInfo} reports them now} */
     public MemoryInfo memoryInfo() {
         Devices.use(ordinal);
-        long[] info = Devices.memoryInfo();
-        return new MemoryInfo(info[0], info[1]);
+        Devices.MemoryInfo info = Devices.memoryInfo();
+        return new MemoryInfo(info.freeBytes(), info.totalBytes());
     }
 
     /**
@@ -66,8 +66,8 @@ public final class CudaDevice {
      */
     public PriorityRange streamPriorityRange() {
         Devices.use(ordinal);
-        int[] range = Devices.streamPriorityRange();
-        return new PriorityRange(range[0], range[1]);
+        Devices.PriorityRange range = Devices.streamPriorityRange();
+        return new PriorityRange(range.least(), range.greatest());
     }
 
     /** Blocks until all work queued on this device has finished. */

@@ -108,13 +108,13 @@ public final class CudaStream implements AutoCloseable {
      * ({@code cudaStreamGetCaptureInfo})}
      */
     public CaptureStatus captureStatus() {
-        return CaptureStatus.fromValue((int) Graphs.captureInfo(handle())[0]);
+        return CaptureStatus.fromValue(Graphs.captureInfo(handle()).status());
     }
 
     /** {@return the id of the capture this stream takes part in, unique in the process; empty if none} */
     public OptionalLong captureId() {
-        long[] info = Graphs.captureInfo(handle());
-        return info[0] == CaptureStatus.NONE.value() ? OptionalLong.empty() : OptionalLong.of(info[1]);
+        Graphs.CaptureInfo info = Graphs.captureInfo(handle());
+        return info.status() == CaptureStatus.NONE.value() ? OptionalLong.empty() : OptionalLong.of(info.id());
     }
 
     /**

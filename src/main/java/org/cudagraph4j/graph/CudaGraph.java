@@ -214,8 +214,8 @@ public final class CudaGraph implements AutoCloseable {
      */
     public List<GraphEdge> edges() {
         List<GraphEdge> edges = new ArrayList<>();
-        for (MemorySegment[] edge : Graphs.edges(handle())) {
-            edges.add(new GraphEdge(node(edge[0]), node(edge[1])));
+        for (Graphs.Edge edge : Graphs.edges(handle())) {
+            edges.add(new GraphEdge(node(edge.from()), node(edge.to())));
         }
         return List.copyOf(edges);
     }
@@ -479,15 +479,15 @@ public final class CudaGraph implements AutoCloseable {
                 return fields;
             }
             case MEMCPY -> {
-                long[] copy = Graphs.memcpyNodeParams(raw);
-                fields.add(new GraphSnapshot.Field("Bytes", Long.toString(copy[2])));
-                fields.add(handleField("From", copy[1]));
-                fields.add(handleField("To", copy[0]));
+                Graphs.CopyNode copy = Graphs.memcpyNodeParams(raw);
+                fields.add(new GraphSnapshot.Field("Bytes", Long.toString(copy.byteSize())));
+                fields.add(handleField("From", copy.source()));
+                fields.add(handleField("To", copy.destination()));
             }
             case MEMSET -> {
-                long[] set = Graphs.memsetNodeParams(raw);
-                fields.add(new GraphSnapshot.Field("Bytes", set[2] + String.format(" of 0x%02X", set[1])));
-                fields.add(handleField("To", set[0]));
+                Graphs.SetNode set = Graphs.memsetNodeParams(raw);
+                fields.add(new GraphSnapshot.Field("Bytes", set.byteSize() + String.format(" of 0x%02X", set.value())));
+                fields.add(handleField("To", set.destination()));
             }
             case EVENT_RECORD -> fields.add(handleField("Event", Graphs.eventOf(raw, true).address()));
             case WAIT_EVENT -> fields.add(handleField("Event", Graphs.eventOf(raw, false).address()));

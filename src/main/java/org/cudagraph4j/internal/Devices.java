@@ -58,23 +58,27 @@ public final class Devices {
         Status.check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     }
 
-    /** Free and total bytes on the current device. */
-    public static long[] memoryInfo() {
+    /** Free and total memory of the current device, in bytes. */
+    public record MemoryInfo(long freeBytes, long totalBytes) {}
+
+    public static MemoryInfo memoryInfo() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment free = arena.allocate(JAVA_LONG);
             MemorySegment total = arena.allocate(JAVA_LONG);
             Status.check(cudaMemGetInfo(free, total), "cudaMemGetInfo");
-            return new long[] {free.get(JAVA_LONG, 0), total.get(JAVA_LONG, 0)};
+            return new MemoryInfo(free.get(JAVA_LONG, 0), total.get(JAVA_LONG, 0));
         }
     }
 
-    /** {least, greatest} stream priority on the current device; greater priority is a lower number. */
-    public static int[] streamPriorityRange() {
+    /** The current device's stream priorities; a greater priority is a lower number. */
+    public record PriorityRange(int least, int greatest) {}
+
+    public static PriorityRange streamPriorityRange() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment least = arena.allocate(JAVA_INT);
             MemorySegment greatest = arena.allocate(JAVA_INT);
             Status.check(cudaDeviceGetStreamPriorityRange(least, greatest), "cudaDeviceGetStreamPriorityRange");
-            return new int[] {least.get(JAVA_INT, 0), greatest.get(JAVA_INT, 0)};
+            return new PriorityRange(least.get(JAVA_INT, 0), greatest.get(JAVA_INT, 0));
         }
     }
 

@@ -54,15 +54,22 @@ public final class Graphs {
         }
     }
 
-    /** {status, id}; the id is 0 when the stream is not capturing. */
-    public static long[] captureInfo(MemorySegment stream) {
+    /**
+     * A stream's capture state.
+     *
+     * @param status the {@code cudaStreamCaptureStatus}
+     * @param id the capture's unique id; 0 when the stream is not capturing
+     */
+    public record CaptureInfo(int status, long id) {}
+
+    public static CaptureInfo captureInfo(MemorySegment stream) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment status = arena.allocate(JAVA_INT);
             MemorySegment id = arena.allocate(JAVA_LONG);
             Status.check(cudaStreamGetCaptureInfo(stream, status, id, MemorySegment.NULL, MemorySegment.NULL,
                     MemorySegment.NULL, MemorySegment.NULL), "cudaStreamGetCaptureInfo");
             int captureStatus = status.get(JAVA_INT, 0);
-            return new long[] {captureStatus, captureStatus == 0 ? 0 : id.get(JAVA_LONG, 0)};
+            return new CaptureInfo(captureStatus, captureStatus == 0 ? 0 : id.get(JAVA_LONG, 0));
         }
     }
 
@@ -170,8 +177,10 @@ public final class Graphs {
         }
     }
 
-    /** Edges as {from, to} pairs. */
-    public static List<MemorySegment[]> edges(MemorySegment graph) {
+    /** A dependency: {@code to} runs after {@code from}. */
+    public record Edge(MemorySegment from, MemorySegment to) {}
+
+    public static List<Edge> edges(MemorySegment graph) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment count = arena.allocate(JAVA_LONG);
             Status.check(cudaGraphGetEdges(graph, MemorySegment.NULL, MemorySegment.NULL, MemorySegment.NULL, count),
@@ -183,9 +192,9 @@ public final class Graphs {
             MemorySegment from = arena.allocate(ADDRESS, n);
             MemorySegment to = arena.allocate(ADDRESS, n);
             Status.check(cudaGraphGetEdges(graph, from, to, MemorySegment.NULL, count), "cudaGraphGetEdges");
-            List<MemorySegment[]> edges = new ArrayList<>();
+            List<Edge> edges = new ArrayList<>();
             for (long i = 0; i < count.get(JAVA_LONG, 0); i++) {
-                edges.add(new MemorySegment[] {from.getAtIndex(ADDRESS, i), to.getAtIndex(ADDRESS, i)});
+                edges.add(new Edge(from.getAtIndex(ADDRESS, i), to.getAtIndex(ADDRESS, i)));
             }
             return edges;
         }
@@ -207,26 +216,30 @@ public final class Graphs {
         }
     }
 
-    /** {destination, source, bytes} of a one-dimensional copy node. */
-    public static long[] memcpyNodeParams(MemorySegment node) {
+    /** What a one-dimensional copy node copies: device or host addresses, and the byte count. */
+    public record CopyNode(long destination, long source, long byteSize) {}
+
+    public static CopyNode memcpyNodeParams(MemorySegment node) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment params = cudaMemcpy3DParms.allocate(arena);
             Status.check(cudaGraphMemcpyNodeGetParams(node, params), "cudaGraphMemcpyNodeGetParams");
             MemorySegment extent = cudaMemcpy3DParms.extent(params);
-            return new long[] {cudaPitchedPtr.ptr(cudaMemcpy3DParms.dstPtr(params)).address(),
+            return new CopyNode(cudaPitchedPtr.ptr(cudaMemcpy3DParms.dstPtr(params)).address(),
                     cudaPitchedPtr.ptr(cudaMemcpy3DParms.srcPtr(params)).address(),
-                    cudaExtent.width(extent) * cudaExtent.height(extent) * cudaExtent.depth(extent)};
+                    cudaExtent.width(extent) * cudaExtent.height(extent) * cudaExtent.depth(extent));
         }
     }
 
-    /** {destination, value, bytes} of a memset node. */
-    public static long[] memsetNodeParams(MemorySegment node) {
+    /** What a memset node sets: the device address, the element value, and the byte count. */
+    public record SetNode(long destination, long value, long byteSize) {}
+
+    public static SetNode memsetNodeParams(MemorySegment node) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment params = cudaMemsetParams.allocate(arena);
             Status.check(cudaGraphMemsetNodeGetParams(node, params), "cudaGraphMemsetNodeGetParams");
-            return new long[] {cudaMemsetParams.dst(params).address(), cudaMemsetParams.value(params) & 0xFFFFFFFFL,
+            return new SetNode(cudaMemsetParams.dst(params).address(), cudaMemsetParams.value(params) & 0xFFFFFFFFL,
                     cudaMemsetParams.width(params) * cudaMemsetParams.height(params)
-                            * cudaMemsetParams.elementSize(params)};
+                            * cudaMemsetParams.elementSize(params));
         }
     }
 
