@@ -1,7 +1,6 @@
 package org.cudagraph4j;
 
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
 import java.util.List;
 import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.graph.KernelNodeParams;
@@ -133,13 +132,7 @@ public final class CudaKernel {
      */
     private void recordCapturedLaunch(CaptureTracker.Capture capture, LaunchConfig config, KernelArguments arguments,
             MemorySegment stream) {
-        List<Lifetime> uses = new ArrayList<>();
-        uses.add(library.lifetime());
-        for (Object argument : arguments.values()) {
-            if (argument instanceof DeviceBuffer buffer) {
-                uses.add(buffer.lifetime());
-            }
-        }
+        List<Lifetime> uses = arguments.uses();
         List<MemorySegment> nodes = Graphs.captureDependencies(stream);
         if (nodes.size() == 1) {
             capture.recordKernelNode(nodes.get(0).address(), uses, new KernelNodeParams(this, config.grid(),

@@ -4,6 +4,7 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.cudagraph4j.internal.KernelArgumentCodec;
@@ -126,6 +127,22 @@ public final class KernelArguments implements AutoCloseable {
             }
         }
         return pointers;
+    }
+
+    /**
+     * What a launch with these arguments needs alive: the kernel's library and every buffer among
+     * them, each open now.
+     */
+    List<Lifetime> uses() {
+        List<Lifetime> uses = new ArrayList<>();
+        uses.add(kernel.library().lifetime());
+        for (Object argument : arguments) {
+            if (argument instanceof DeviceBuffer buffer) {
+                uses.add(buffer.lifetime());
+            }
+        }
+        uses.forEach(Lifetime::ensureOpen);
+        return uses;
     }
 
     /** Frees the native argument block. Idempotent. */

@@ -1,6 +1,7 @@
 package org.cudagraph4j;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.SharedSecrets;
 
@@ -20,6 +21,11 @@ final class RootAccessBridge implements SharedSecrets.RootAccess {
             case CudaEvent event -> event.lifetime();
             default -> throw new IllegalArgumentException("no lifetime for " + resource.getClass().getName());
         };
+    }
+
+    @Override
+    public List<Lifetime> uses(Object kernelArguments) {
+        return ((KernelArguments) kernelArguments).uses();
     }
 
     @Override

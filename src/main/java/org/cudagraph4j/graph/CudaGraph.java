@@ -92,13 +92,16 @@ public final class CudaGraph implements AutoCloseable {
     public GraphNode addKernel(KernelNodeParams params, GraphNode... dependencies) {
         Objects.requireNonNull(params, "params");
         MemorySegment node;
-        List<Lifetime> uses = lifetimesOf(params);
-        held.hold(uses);
+        List<Lifetime> uses;
         try (KernelArguments arguments = temporaryArguments(params)) {
-            node = Graphs.addKernelNode(handle(), handles(dependencies), kernelParams(params, arguments));
-        } catch (RuntimeException e) {
-            held.drop(uses);
-            throw e;
+            uses = SharedSecrets.root().uses(arguments);
+            held.hold(uses);
+            try {
+                node = Graphs.addKernelNode(handle(), handles(dependencies), kernelParams(params, arguments));
+            } catch (RuntimeException e) {
+                held.drop(uses);
+                throw e;
+            }
         }
         kernelNodeResources.put(node.address(), uses);
         kernelParams.put(node.address(), params);
@@ -376,18 +379,6 @@ public final class CudaGraph implements AutoCloseable {
     /** {@code params}' arguments, checked, for one use on this thread. */
     static KernelArguments temporaryArguments(KernelNodeParams params) {
         return (KernelArguments) SharedSecrets.root().temporaryArguments(params.kernel(), params.arguments().toArray());
-    }
-
-    /** What a kernel node needs alive: its kernel's library and the buffers among its arguments. */
-    static List<Lifetime> lifetimesOf(KernelNodeParams params) {
-        List<Object> uses = new ArrayList<>();
-        uses.add(params.kernel().library());
-        for (Object argument : params.arguments()) {
-            if (argument instanceof DeviceBuffer) {
-                uses.add(argument);
-            }
-        }
-        return lifetimesOf(uses.toArray());
     }
 
     /**

@@ -13,6 +13,7 @@ import org.cudagraph4j.internal.HeldResources;
 import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.LiveCounters;
 import org.cudagraph4j.internal.NodeResources;
+import org.cudagraph4j.internal.SharedSecrets;
 
 /**
  * An executable graph ({@code cudaGraphExec_t}), made by {@link CudaGraph#instantiate}. One
@@ -145,12 +146,12 @@ public final class GraphExec implements AutoCloseable {
             throw new IllegalArgumentException(node + " is not a node of the graph this executable was made from");
         }
         node.requireType(GraphNodeType.KERNEL);
-        List<Lifetime> uses = CudaGraph.lifetimesOf(params);
         lock.lock();
-        try {
+        try (KernelArguments arguments = CudaGraph.temporaryArguments(params)) {
             MemorySegment exec = handle();
+            List<Lifetime> uses = SharedSecrets.root().uses(arguments);
             held.hold(uses);
-            try (KernelArguments arguments = CudaGraph.temporaryArguments(params)) {
+            try {
                 Graphs.setKernelNodeParams(exec, node.handle(), CudaGraph.kernelParams(params, arguments));
             } catch (RuntimeException e) {
                 held.drop(uses);

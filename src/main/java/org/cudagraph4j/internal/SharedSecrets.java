@@ -1,6 +1,7 @@
 package org.cudagraph4j.internal;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -13,6 +14,9 @@ public final class SharedSecrets {
     public interface RootAccess {
         /** The lifetime behind a DeviceBuffer (its allocation's), CudaLibrary or CudaEvent. */
         Lifetime lifetime(Object resource);
+
+        /** What a launch with a KernelArguments needs alive: its kernel's library and its buffers, all open. */
+        List<Lifetime> uses(Object kernelArguments);
 
         /** The {@code void*[]} of a KernelArguments. */
         MemorySegment argumentPointers(Object kernelArguments);
