@@ -66,6 +66,8 @@ class MemoryTest {
             b.memsetAsync(0xFF, stream);
             a.copyFromAsync(pinned.segment(), stream);
             b.copyFromAsync(a, stream);
+            // The host must not write the pinned buffer while the device may still be reading it.
+            stream.synchronize();
             pinned.segment().fill((byte) 0xFF);
             b.copyToAsync(pinned.segment(), stream);
             stream.synchronize();

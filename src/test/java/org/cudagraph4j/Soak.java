@@ -2,6 +2,7 @@ package org.cudagraph4j;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.management.ManagementFactory;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
@@ -22,6 +23,10 @@ import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Function;
 import java.util.function.ToLongFunction;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import javax.management.JMException;
+import javax.management.ObjectName;
 import org.cudagraph4j.graph.CaptureMode;
 import org.cudagraph4j.graph.CudaGraph;
 import org.cudagraph4j.graph.GraphExec;
@@ -128,7 +133,7 @@ public final class Soak {
 
     /** One sample, taken while no operation is in flight. */
     private record Sample(double seconds, long operations, long errors, long wrongResults, long rssBytes,
-            long heapBytes, long deviceUsedBytes, LiveResources live) {}
+            long jvmNativeBytes, long heapBytes, long deviceUsedBytes, LiveResources live) {}
 
     /** The change of one measure from the start of the steady state to its end. */
     private record Growth(long from, long to) {
@@ -242,10 +247,15 @@ public final class Soak {
                         : Thread.ofPlatform().name("soak-platform-" + i);
                 threads.add(builder.start(worker));
             }
+            boolean warm = false;
             for (long next = start + SAMPLE_NANOS; next <= deadline; next += SAMPLE_NANOS) {
                 TimeUnit.NANOSECONDS.sleep(next - System.nanoTime());
                 Sample sample = sample(start);
                 samples.add(sample);
+                if (!warm && sample.seconds() > warmupSeconds()) {
+                    warm = true;
+                    NativeMemory.baseline();
+                }
                 System.out.printf(Locale.ROOT, "soak: %4.0f s  %,d ops  %d errors  %d wrong  RSS %s MiB"
                         + "  device used %s MiB  live %d buffers, %d streams, %d graphs, %d execs%n", sample.seconds(),
                         sample.operations(),
@@ -267,10 +277,13 @@ public final class Soak {
         gate.writeLock().lock();
         try {
             System.gc(); // the heap after a full collection is what the program retains
+            // Likewise RSS once glibc has handed back the memory freed into its arenas: a leak is memory
+            // still allocated, not memory the allocator keeps for reuse.
+            NativeMemory.trim();
             Runtime runtime = Runtime.getRuntime();
             return new Sample((System.nanoTime() - start) / 1e9, operations(), errors.sum(), wrongResults.sum(),
-                    rssBytes(), runtime.totalMemory() - runtime.freeMemory(), deviceUsedBytes(),
-                    Cuda.liveResources());
+                    rssBytes(), NativeMemory.jvmCommittedBytes(), runtime.totalMemory() - runtime.freeMemory(),
+                    deviceUsedBytes(), Cuda.liveResources());
         } finally {
             gate.writeLock().unlock();
         }
@@ -325,10 +338,10 @@ public final class Soak {
 
     /** Prints the samples and the verdict, writes the report if asked; whether the soak passed. */
     private boolean conclude(Instant started, List<Sample> samples, LiveResources before, LiveResources after) {
-        double seconds = options.nanos() / 1e9;
-        double warmup = Math.max(0.2 * seconds, options.minutes() >= 5 ? 60 : 0);
+        double warmup = warmupSeconds();
         List<Sample> steady = samples.stream().filter(s -> s.seconds() > warmup).toList();
         Growth rss = growth(steady, Sample::rssBytes);
+        Growth jvmNative = growth(steady, Sample::jvmNativeBytes);
         Growth deviceUsed = growth(steady, Sample::deviceUsedBytes);
         long errorCount = errors.sum();
         long wrongCount = wrongResults.sum();
@@ -336,7 +349,9 @@ public final class Soak {
         List<String[]> checks = List.of(
                 criterion("errors", Long.toString(errorCount), "0", errorCount == 0),
                 criterion("wrong results", Long.toString(wrongCount), "0", wrongCount == 0),
-                criterion("RSS growth", growthText(rss), "< 1%", rss.percent() < MAX_GROWTH_PERCENT),
+                criterion("RSS growth", growthText(rss) + String.format(Locale.ROOT, "; JVM native memory %+.1f MiB",
+                        (jvmNative.to() - jvmNative.from()) / (double) (1 << 20)), "< 1%",
+                        rss.percent() < MAX_GROWTH_PERCENT),
                 criterion("device memory used, growth", growthText(deviceUsed), "< 1%",
                         deviceUsed.percent() < MAX_GROWTH_PERCENT),
                 criterion("live resources after close", live ? "as at the start" : difference(before, after),
@@ -352,11 +367,19 @@ public final class Soak {
         System.out.printf(Locale.ROOT, "soak: %s (growth: median of the first 3 samples after %.0f s of warm-up "
                 + "to the median of the last 3)%n", verdict, warmup);
         System.out.print(table(checks, false));
+        String nativeGrowth = NativeMemory.sinceBaseline();
+        System.out.println();
+        System.out.print(nativeGrowth);
         if (options.report() != null) {
-            writeReport(started, verdict, warmup, checks, samples);
+            writeReport(started, verdict, warmup, checks, samples, nativeGrowth);
             System.out.println("soak: report written to " + options.report());
         }
         return pass;
+    }
+
+    /** The first fifth of the run, and at least a minute in runs of 5 minutes or more: JIT compilation settles. */
+    private double warmupSeconds() {
+        return Math.max(0.2 * options.nanos() / 1e9, options.minutes() >= 5 ? 60 : 0);
     }
 
     private static String[] criterion(String name, String value, String bound, boolean ok) {
@@ -389,12 +412,13 @@ public final class Soak {
 
     private List<String[]> sampleTable(List<Sample> samples) {
         List<String[]> rows = new ArrayList<>();
-        rows.add(new String[] {"t (s)", "ops", "errors", "wrong", "RSS (MiB)", "heap after GC (MiB)",
+        rows.add(new String[] {"t (s)", "ops", "errors", "wrong", "RSS (MiB)", "JVM native (MiB)", "heap after GC (MiB)",
                 "device used (MiB)", "buffers", "buffer MiB", "streams", "events", "libraries", "graphs", "execs"});
         for (Sample s : samples) {
             LiveResources live = s.live();
             rows.add(new String[] {String.format(Locale.ROOT, "%.0f", s.seconds()), Long.toString(s.operations()),
-                    Long.toString(s.errors()), Long.toString(s.wrongResults()), mib(s.rssBytes()), mib(s.heapBytes()),
+                    Long.toString(s.errors()), Long.toString(s.wrongResults()), mib(s.rssBytes()), mib(s.jvmNativeBytes()),
+                    mib(s.heapBytes()),
                     mib(s.deviceUsedBytes()), Long.toString(live.deviceBuffers()), mib(live.deviceBytes()),
                     Long.toString(live.streams()), Long.toString(live.events()), Long.toString(live.libraries()),
                     Long.toString(live.graphs()), Long.toString(live.graphExecs())});
@@ -440,7 +464,7 @@ public final class Soak {
     }
 
     private void writeReport(Instant started, String verdict, double warmup, List<String[]> checks,
-            List<Sample> samples) {
+            List<Sample> samples, String nativeGrowth) {
         DeviceProperties properties = device.properties();
         StringBuilder md = new StringBuilder();
         md.append("# cudagraph4j soak: ").append(verdict).append("\n\n");
@@ -465,7 +489,18 @@ public final class Soak {
                 + "warm-up (the first %.0f s) to the median of the last three. %s%n", warmup,
                 perProcessDeviceMemory ? "Device memory used is this process's own, as nvidia-smi reports it."
                         : "Device memory used is the device's total minus free, so other processes count too."));
+        md.append("""
+
+                RSS is read after a full GC and after glibc has returned freed memory to the system \
+                (`System.trim_native_heap`). JVM native memory is what Native Memory Tracking counts as \
+                committed (heap included); RSS growth beyond it is memory outside the JVM: the CUDA driver \
+                and runtime, and this library's native allocations. The JVM's own native memory over the \
+                steady state, by category:
+
+                ```
+                """).append(nativeGrowth).append("```\n");
         md.append("\n## Workload\n\n");
+
         md.append("""
                 Each thread loops over operations chosen uniformly at random until the deadline. Inputs are \
                 fresh random floats of magnitude 0.5 to 2 (never zero); outputs are poisoned with NaN before \
@@ -506,7 +541,57 @@ public final class Soak {
         }
     }
 
+    /**
+     * The JVM's view of its native memory, through the diagnostic commands behind {@code jcmd}: Native
+     * Memory Tracking (on when the JVM runs with {@code -XX:NativeMemoryTracking=summary}, as
+     * {@code bin/soak} does) and glibc heap trimming. Each reports that it is unavailable rather than
+     * failing the soak.
+     */
+    private static final class NativeMemory {
+        private static final Pattern TOTAL = Pattern.compile("Total: reserved=\\d+KB, committed=(\\d+)KB");
+        /** The first line of a category whose committed memory changed: "-  Code (reserved=…, committed=…KB +…KB)". */
+        private static final Pattern CHANGED = Pattern.compile("-\\s+\\S.*committed=\\d+KB [+-]\\d+KB.*");
+
+        static void trim() {
+            command("systemTrimNativeHeap");
+        }
+
+        /** Committed native memory as Native Memory Tracking counts it, or 0 when tracking is off. */
+        static long jvmCommittedBytes() {
+            Matcher total = TOTAL.matcher(command("vmNativeMemory", "summary", "scale=KB"));
+            return total.find() ? Long.parseLong(total.group(1)) << 10 : 0;
+        }
+
+        static void baseline() {
+            command("vmNativeMemory", "baseline");
+        }
+
+        /** The total and each category that changed since {@link #baseline()}, as NMT prints them. */
+        static String sinceBaseline() {
+            String diff = command("vmNativeMemory", "summary.diff", "scale=KB");
+            StringBuilder out = new StringBuilder();
+            for (String line : diff.split("\n")) {
+                if (line.startsWith("Total:") || CHANGED.matcher(line).matches()) {
+                    out.append(line.strip()).append('\n');
+                }
+            }
+            return out.isEmpty() ? "Native Memory Tracking is off: " + diff.strip() + "\n" : out.toString();
+        }
+
+        private static String command(String operation, String... arguments) {
+            try {
+                Object output = ManagementFactory.getPlatformMBeanServer().invoke(
+                        new ObjectName("com.sun.management:type=DiagnosticCommand"), operation,
+                        new Object[] {arguments}, new String[] {String[].class.getName()});
+                return String.valueOf(output);
+            } catch (JMException | RuntimeException e) {
+                return operation + " unavailable: " + e;
+            }
+        }
+    }
+
     private static String version(int encoded) {
+
         return "CUDA " + encoded / 1000 + "." + encoded % 1000 / 10;
     }
 
