@@ -15,13 +15,13 @@ using cg4j::layout::RowMajor;
 #define CG4J_FAMILY_LINCOMB "sgemm_lincomb"
 #define CG4J_FAMILY_BIAS_RELU "sgemm_bias_relu"
 
-static void print_sgemm(const char *name, const char *family, int tbm, int tbn, int tbk, int wm, int wn, int tm,
-                        int tn, char layout_b, int align_b, int stages, int threads, int smem_bytes) {
-  std::printf("kernel.%s.family=%s\n", name, family);
+static void print_sgemm(const char *name, const char *family, bool split_k, int tbm, int tbn, int tbk, int wm, int wn,
+                        int tm, int tn, char layout_b, int align_b, int stages, int threads, int smem_bytes) {
+  std::printf("kernel.%s.family=%s%s\n", name, family, split_k ? "_splitk" : "");
   std::printf("kernel.%s.threads=%d\n", name, threads);
   std::printf("kernel.%s.block=%d,1,1\n", name, threads);
   std::printf("kernel.%s.sharedMemBytes=%d\n", name, smem_bytes);
-  std::printf("kernel.%s.grid=ceil(M/%d),ceil(N/%d),1\n", name, tbm, tbn);
+  std::printf("kernel.%s.grid=ceil(M/%d),ceil(N/%d),%s\n", name, tbm, tbn, split_k ? "slices" : "1");
   std::printf("kernel.%s.tileM=%d\n", name, tbm);
   std::printf("kernel.%s.tileN=%d\n", name, tbn);
   std::printf("kernel.%s.tileK=%d\n", name, tbk);
@@ -38,19 +38,29 @@ int main() {
 #define CG4J_SGEMM(NAME, ...)    \
   std::printf("%s%s", sep, #NAME); \
   sep = ",";
+#define CG4J_SGEMM_SPLITK CG4J_SGEMM
 #include "instances.def"
 #undef CG4J_SGEMM
+#undef CG4J_SGEMM_SPLITK
   std::printf("%scg4j_epilogue_f32_bias_f32_relu\n", sep);
 
 #define CG4J_SGEMM(NAME, EPI, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B, ALIGN_B, STAGES, PAD_BN, MIN_BLOCKS)       \
   {                                                                                                        \
     using G = cg4j::SimtSgemm<GemmShape<TBM, TBN, TBK>, GemmShape<WM, WN, TBK>, ThreadShape<TM, TN>, LAYOUT_B, \
                               ALIGN_B, STAGES, CG4J_OUTPUT_OP_##EPI, PAD_BN>;                                      \
-    print_sgemm(#NAME, CG4J_FAMILY_##EPI, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B::kLetter, ALIGN_B, STAGES, \
-                G::kThreads, G::kSharedStorageBytes);                                                      \
+    print_sgemm(#NAME, CG4J_FAMILY_##EPI, false, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B::kLetter, ALIGN_B,      \
+                STAGES, G::kThreads, G::kSharedStorageBytes);                                              \
+  }
+#define CG4J_SGEMM_SPLITK(NAME, EPI, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B, ALIGN_B, STAGES, PAD_BN, MIN_BLOCKS) \
+  {                                                                                                          \
+    using G = cg4j::SimtSgemmSplitK<GemmShape<TBM, TBN, TBK>, GemmShape<WM, WN, TBK>, ThreadShape<TM, TN>,       \
+                                    LAYOUT_B, ALIGN_B, STAGES, CG4J_OUTPUT_OP_##EPI, PAD_BN>;                    \
+    print_sgemm(#NAME, CG4J_FAMILY_##EPI, true, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B::kLetter, ALIGN_B,       \
+                STAGES, G::kThreads, G::kSharedStorageBytes);                                                \
   }
 #include "instances.def"
 #undef CG4J_SGEMM
+#undef CG4J_SGEMM_SPLITK
 
   const char *e = "cg4j_epilogue_f32_bias_f32_relu";
   std::printf("kernel.%s.family=epilogue_bias_relu\n", e);

@@ -10,6 +10,8 @@
 // read and written by the same thread, so Y may alias X (in place).
 #pragma once
 
+#include "../../arch/grid_dependency.cuh"
+
 namespace cg4j {
 namespace epilogue {
 namespace kernel {
@@ -23,6 +25,8 @@ struct ElementwiseEpilogue {
                                              typename OutputOp::Params const &params, float *Y, int ldy) {
     // Extra z blocks/threads would apply op twice to an in-place buffer.
     if (blockIdx.z != 0 || threadIdx.z != 0) return;
+    // Launched with programmatic dependent launch, the kernel that writes X may still be running.
+    arch::wait_for_prerequisite_grids();
     OutputOp op(params);
     const int t = threadIdx.y * blockDim.x + threadIdx.x;
     const int local_row = t / blockDim.y;
@@ -47,6 +51,7 @@ struct ElementwiseEpilogue {
         }
       }
     }
+    arch::allow_dependent_launch();
   }
 };
 

@@ -1,6 +1,7 @@
 // cudagraph4j kernels: a GEMM kernel = Mma (mainloop) + Epilogue + ThreadblockSwizzle.
 #pragma once
 
+#include "../../arch/grid_dependency.cuh"
 #include "../../gemm_shape.cuh"
 
 namespace cg4j {
@@ -45,6 +46,9 @@ struct Gemm {
       for (int j = 0; j < Mma::ThreadShape::kN; ++j) accum.v[i][j] = 0.0f;
     }
 
+    // Launched with programmatic dependent launch, the previous kernel may still be running.
+    arch::wait_for_prerequisite_grids();
+
     // Main loop
     Mma mma;
     mma(M, N, K, A, lda, B, ldb, m0, n0, accum, shared_storage.main_loop);
@@ -53,6 +57,7 @@ struct Gemm {
     OutputOp output_op(params);
     Epilogue epilogue;
     epilogue(output_op, M, N, D, ldd, C, ldc, m0, n0, accum, shared_storage.epilogue);
+    arch::allow_dependent_launch();
   }
 };
 

@@ -118,8 +118,13 @@ public final class CudaKernel {
         Dim3 grid = config.grid();
         Dim3 block = config.block();
         MemorySegment stream = config.stream().handle();
-        Libraries.launch(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
-                config.sharedMemBytes(), arguments.pointers(), stream, symbol);
+        if (config.programmaticDependentLaunch()) {
+            Libraries.launchProgrammatic(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
+                    config.sharedMemBytes(), arguments.pointers(), stream, symbol);
+        } else {
+            Libraries.launch(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
+                    config.sharedMemBytes(), arguments.pointers(), stream, symbol);
+        }
         CaptureTracker.Capture capture = CaptureTracker.of(stream.address());
         if (capture != null) {
             recordCapturedLaunch(capture, config, arguments, stream);

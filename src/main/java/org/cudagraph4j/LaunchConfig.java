@@ -8,12 +8,21 @@ import java.util.Objects;
  * <p>{@link #shape()} prints it the way the CUDA docs and the graph diagram do:
  * {@code <<<{32,20},64,19200>>>}.
  *
+ * <p>{@link #withProgrammaticDependentLaunch() Programmatic dependent launch} (PDL, sm_90 and newer)
+ * lets the kernel start while the previous kernel on the stream is still running; it is for
+ * kernels written for it, which wait on the device ({@code griddepcontrol.wait}, or
+ * {@code cudaGridDependencySynchronize()}) before they touch anything the previous kernel writes or
+ * reads. Every kernel shipped in {@code org.cudagraph4j.kernels} is. Stream capture keeps the
+ * programmatic edge in the graph.
+ *
  * @param grid blocks in the grid
  * @param block threads in a block; at most 1024 in all
  * @param sharedMemBytes dynamic shared memory per block, in bytes
  * @param stream the stream the launch is ordered on
+ * @param programmaticDependentLaunch whether to launch with programmatic stream serialization
  */
-public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream stream) {
+public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream stream,
+        boolean programmaticDependentLaunch) {
     /** The most threads a block may have on every GPU this library supports. */
     public static final int MAX_THREADS_PER_BLOCK = 1024;
 
@@ -24,6 +33,7 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream
      * @param block threads in a block; at most {@value #MAX_THREADS_PER_BLOCK} in all
      * @param sharedMemBytes dynamic shared memory per block, in bytes; not negative
      * @param stream the stream the launch is ordered on
+     * @param programmaticDependentLaunch whether to launch with programmatic stream serialization
      * @throws NullPointerException if {@code grid}, {@code block} or {@code stream} is {@code null}
      * @throws IllegalArgumentException if the block has more than {@value #MAX_THREADS_PER_BLOCK} threads, or
      *     {@code sharedMemBytes} is negative
@@ -52,7 +62,7 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream
      * @throws IllegalArgumentException if the block has too many threads, or {@code sharedMemBytes} is negative
      */
     public static LaunchConfig of(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream stream) {
-        return new LaunchConfig(grid, block, sharedMemBytes, stream);
+        return new LaunchConfig(grid, block, sharedMemBytes, stream, false);
     }
 
     /**
@@ -65,7 +75,19 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream
      * @throws IllegalArgumentException if the block has too many threads
      */
     public static LaunchConfig of(Dim3 grid, Dim3 block, CudaStream stream) {
-        return new LaunchConfig(grid, block, 0, stream);
+        return new LaunchConfig(grid, block, 0, stream, false);
+    }
+
+    /**
+     * This configuration with programmatic dependent launch: the kernel may start before the
+     * previous kernel on the stream has finished. Only for kernels that wait for it on the device
+     * before touching its data (see the class description); on GPUs before sm_90, which cannot
+     * overlap kernels this way, the kernels run one after the other as usual.
+     *
+     * @return a copy of this configuration that launches with programmatic stream serialization
+     */
+    public LaunchConfig withProgrammaticDependentLaunch() {
+        return new LaunchConfig(grid, block, sharedMemBytes, stream, true);
     }
 
     /** {@return the launch shape in CUDA's notation, e.g. {@code <<<{256,2},{8,32},0>>>}} */

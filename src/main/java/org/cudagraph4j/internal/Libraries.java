@@ -10,6 +10,9 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import org.cudagraph4j.KernelParameter;
+import org.cudagraph4j.cudart.cudaLaunchAttributeValue;
+import org.cudagraph4j.cudart.cudaLaunchAttribute_st;
+import org.cudagraph4j.cudart.cudaLaunchConfig_st;
 import org.cudagraph4j.cudart.dim3;
 
 /** Context-independent libraries ({@code cudaLibrary_t}), their kernels, and kernel launches. */
@@ -91,6 +94,47 @@ public final class Libraries {
         Arena arena = Arena.ofAuto();
         return new MemorySegment[] {dim3.allocate(arena), dim3.allocate(arena)};
     });
+
+    /**
+     * Per-thread {@code cudaLaunchConfig_t} with one attribute, programmatic stream serialization,
+     * for launches with programmatic dependent launch; written in full by each such launch.
+     */
+    private static final ThreadLocal<MemorySegment> PROGRAMMATIC_CONFIG = ThreadLocal.withInitial(() -> {
+        Arena arena = Arena.ofAuto();
+        MemorySegment attribute = cudaLaunchAttribute_st.allocate(arena);
+        cudaLaunchAttribute_st.id(attribute, cudaLaunchAttributeProgrammaticStreamSerialization());
+        cudaLaunchAttributeValue.programmaticStreamSerializationAllowed(cudaLaunchAttribute_st.val(attribute), 1);
+        MemorySegment config = cudaLaunchConfig_st.allocate(arena);
+        cudaLaunchConfig_st.attrs(config, attribute);
+        cudaLaunchConfig_st.numAttrs(config, 1);
+        return config;
+    });
+
+    /**
+     * {@code cudaLaunchKernelExC} with programmatic stream serialization: the kernel may start before
+     * the previous kernel on the stream has finished, and must wait for it on the device
+     * ({@code griddepcontrol.wait}) before touching what that kernel writes or reads.
+     */
+    public static void launchProgrammatic(MemorySegment function, int gridX, int gridY, int gridZ, int blockX,
+            int blockY, int blockZ, int sharedMemBytes, MemorySegment arguments, MemorySegment stream,
+            String kernelName) {
+        MemorySegment config = PROGRAMMATIC_CONFIG.get();
+        MemorySegment grid = cudaLaunchConfig_st.gridDim(config);
+        MemorySegment block = cudaLaunchConfig_st.blockDim(config);
+        dim3.x(grid, gridX);
+        dim3.y(grid, gridY);
+        dim3.z(grid, gridZ);
+        dim3.x(block, blockX);
+        dim3.y(block, blockY);
+        dim3.z(block, blockZ);
+        cudaLaunchConfig_st.dynamicSmemBytes(config, sharedMemBytes);
+        cudaLaunchConfig_st.stream(config, stream);
+        int status = cudaLaunchKernelExC(config, function, arguments);
+        if (status != Status.SUCCESS) {
+            throw Status.error(status, "cudaLaunchKernelExC", "kernel " + kernelName
+                    + " with programmatic dependent launch");
+        }
+    }
 
     /** {@code cudaLaunchKernel}; {@code arguments} is the {@code void*[]} of parameter addresses. */
     public static void launch(MemorySegment function, int gridX, int gridY, int gridZ, int blockX, int blockY,

@@ -3,7 +3,8 @@ package org.cudagraph4j.kernels;
 import org.cudagraph4j.Dim3;
 
 /**
- * One shipped sgemm instance: its CUTLASS-style name, tile, pipeline depth and launch needs.
+ * One shipped sgemm instance (its CUTLASS-style name, tile, pipeline depth and launch needs), and
+ * for split-K instances the number of slices the K loop is split into.
  *
  * @param kernelName the {@code extern "C"} symbol, e.g.
  *     {@code cg4j_simt_sgemm_f32_64x32x16_3_tnt_align1_bias_f32_relu}
@@ -17,9 +18,12 @@ import org.cudagraph4j.Dim3;
  * @param bTransposed whether B is stored [N, K] (as {@code torch.nn.Linear} stores its weight)
  * @param alignment elements per vector access of B; above 1, B's leading dimension and address
  *     must be multiples of it
+ * @param splitK whether the instance can split its K loop over several blocks per tile; such an
+ *     instance runs with a {@link GemmWorkspace}
+ * @param slices the blocks each output tile's K loop is split over: 1, or more for a split-K instance
  */
 public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int tileN, int tileK, int stages,
-        int threads, int sharedMemBytes, boolean bTransposed, int alignment) {
+        int threads, int sharedMemBytes, boolean bTransposed, int alignment, boolean splitK, int slices) {
 
     /** The epilogue fused after the main loop. */
     public enum Epilogue {
@@ -30,15 +34,49 @@ public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int ti
     }
 
     /**
-     * The grid that covers an {@code m x n} output: one block per tile.
+     * Checks the slice count.
+     *
+     * @throws IllegalArgumentException if {@code slices} is below 1, or above 1 for an instance that is not split-K
+     */
+    public GemmConfig {
+        if (slices < 1 || (!splitK && slices != 1)) {
+            throw new IllegalArgumentException(kernelName + " cannot run with " + slices + " slices"
+                    + (splitK ? "" : ": it does not split K"));
+        }
+    }
+
+    /**
+     * This instance with its K loop split over {@code slices} blocks per output tile.
+     *
+     * @param slices at least 1; more than 1 only for a split-K instance
+     * @return a config that differs from this one in its slice count only
+     * @throws IllegalArgumentException if {@code slices} is below 1, or above 1 for an instance that is not split-K
+     */
+    public GemmConfig withSlices(int slices) {
+        return new GemmConfig(kernelName, epilogue, tileM, tileN, tileK, stages, threads, sharedMemBytes, bTransposed,
+                alignment, splitK, slices);
+    }
+
+    /**
+     * The grid that covers an {@code m x n} output: one block per tile and slice.
      *
      * @param m rows of the output, at least 1
      * @param n columns of the output, at least 1
-     * @return ceil(m / tileM) x ceil(n / tileN) blocks
+     * @return ceil(m / tileM) x ceil(n / tileN) x slices blocks
      * @throws IllegalArgumentException if m or n is below 1
      */
     public Dim3 grid(int m, int n) {
-        return Dim3.of(ceilDiv(m, tileM), ceilDiv(n, tileN));
+        return Dim3.of(ceilDiv(m, tileM), ceilDiv(n, tileN), slices);
+    }
+
+    /**
+     * The most slices a K of this depth can be split into: one k-tile each.
+     *
+     * @param k columns of A, at least 1
+     * @return ceil(k / tileK) for a split-K instance, else 1
+     */
+    public int maxSlices(int k) {
+        return splitK ? ceilDiv(k, tileK) : 1;
     }
 
     static int ceilDiv(int value, int divisor) {

@@ -79,11 +79,12 @@ final class KernelManifest {
             String family = kernel(name, "family");
             if (family.startsWith("sgemm_")) {
                 configs.add(new GemmConfig(name,
-                        family.equals("sgemm_bias_relu") ? GemmConfig.Epilogue.BIAS_RELU
+                        family.startsWith("sgemm_bias_relu") ? GemmConfig.Epilogue.BIAS_RELU
                                 : GemmConfig.Epilogue.LINEAR_COMBINATION,
                         integer(name, "tileM"), integer(name, "tileN"), integer(name, "tileK"),
                         integer(name, "stages"), integer(name, "threads"), integer(name, "sharedMemBytes"),
-                        kernel(name, "layout").charAt(1) == 'n', integer(name, "alignment")));
+                        kernel(name, "layout").charAt(1) == 'n', integer(name, "alignment"),
+                        family.endsWith("_splitk"), 1));
             }
         }
         return List.copyOf(configs);

@@ -13,8 +13,14 @@ import org.cudagraph4j.Dim3;
  * {@link Mode#UNFUSED} runs the seed's two nodes: an sgemm, then the standalone bias+ReLU kernel
  * in place. Both can be captured into a graph.
  *
- * <p>The layer refers to its weight and bias buffers but does not own them. Thread safety:
- * immutable; safe to share.
+ * <p>With a {@link #withWorkspace(GemmWorkspace) workspace}, the fused kernel may split its K loop
+ * over several blocks, which is what makes small batches fast; the result is the same bits on
+ * every run either way. {@link #withProgrammaticDependentLaunch()} lets each layer's sgemm start
+ * while the kernel before it is finishing (see {@link Sgemm#withProgrammaticDependentLaunch()}).
+ *
+ * <p>The layer refers to its weight, bias and workspace but does not own them. Thread safety:
+ * immutable; safe to share, except that launches through one workspace must be ordered on the
+ * device (see {@link GemmWorkspace}).
  */
 public final class Linear {
     /** How the bias and ReLU are applied. */
@@ -31,6 +37,8 @@ public final class Linear {
     private final int inFeatures;
     private final int outFeatures;
     private final Dim3 epilogueGrid;
+    private final GemmWorkspace workspace;
+    private final boolean programmaticDependentLaunch;
 
     /**
      * Creates a layer on weight and bias buffers that stay owned by the caller.
@@ -57,15 +65,19 @@ public final class Linear {
         this.inFeatures = inFeatures;
         this.outFeatures = outFeatures;
         this.epilogueGrid = null;
+        this.workspace = null;
+        this.programmaticDependentLaunch = false;
     }
 
-    private Linear(Linear layer, Dim3 epilogueGrid) {
+    private Linear(Linear layer, Dim3 epilogueGrid, GemmWorkspace workspace, boolean programmaticDependentLaunch) {
         this.kernels = layer.kernels;
         this.weight = layer.weight;
         this.bias = layer.bias;
         this.inFeatures = layer.inFeatures;
         this.outFeatures = layer.outFeatures;
         this.epilogueGrid = epilogueGrid;
+        this.workspace = workspace;
+        this.programmaticDependentLaunch = programmaticDependentLaunch;
     }
 
     /**
@@ -95,7 +107,32 @@ public final class Linear {
      * @throws NullPointerException if {@code grid} is null
      */
     public Linear withEpilogueGrid(Dim3 grid) {
-        return new Linear(this, Objects.requireNonNull(grid, "grid"));
+        return new Linear(this, Objects.requireNonNull(grid, "grid"), workspace, programmaticDependentLaunch);
+    }
+
+    /**
+     * A copy of this layer whose fused kernel may split K through {@code workspace}, as
+     * {@link Sgemm#choose(int, int, int, boolean, GemmConfig.Epilogue, DeviceBuffer, GemmWorkspace)}
+     * decides; {@link Mode#UNFUSED} never splits.
+     *
+     * @param workspace the workspace, which stays owned by the caller; launches through it must be ordered on the
+     *     device
+     * @return a new layer on the same buffers; this one is unchanged
+     * @throws NullPointerException if {@code workspace} is null
+     */
+    public Linear withWorkspace(GemmWorkspace workspace) {
+        return new Linear(this, epilogueGrid, Objects.requireNonNull(workspace, "workspace"),
+                programmaticDependentLaunch);
+    }
+
+    /**
+     * A copy of this layer whose sgemm launches with programmatic dependent launch; the unfused
+     * epilogue kernel launches as usual.
+     *
+     * @return a new layer on the same buffers; this one is unchanged
+     */
+    public Linear withProgrammaticDependentLaunch() {
+        return new Linear(this, epilogueGrid, workspace, true);
     }
 
     /**
@@ -117,9 +154,11 @@ public final class Linear {
         }
         Sgemm.checkMatrix("x", x, (long) batch * inFeatures);
         Sgemm.checkMatrix("y", y, (long) batch * outFeatures);
-        Sgemm sgemm = kernels.sgemm();
+        Sgemm sgemm = programmaticDependentLaunch ? kernels.sgemm().withProgrammaticDependentLaunch()
+                : kernels.sgemm();
         switch (mode) {
-            case FUSED -> sgemm.multiplyBiasRelu(stream, batch, outFeatures, inFeatures, x, weight, true, bias, y);
+            case FUSED -> sgemm.multiplyBiasRelu(stream, batch, outFeatures, inFeatures, x, weight, true, bias, y,
+                    workspace);
             case UNFUSED -> {
                 sgemm.multiply(stream, batch, outFeatures, inFeatures, 1f, x, weight, true, 0f, y);
                 Dim3 grid = epilogueGrid != null ? epilogueGrid : BiasRelu.defaultGrid(batch, outFeatures);

@@ -20,15 +20,40 @@ import org.cudagraph4j.LaunchConfig;
  * int, float, DeviceBuffer, DeviceBuffer, float, DeviceBuffer, DeviceBuffer)}. With
  * {@code beta == 0}, C is not read, so it may hold anything, NaN included.
  *
+ * <p>{@link #withProgrammaticDependentLaunch()} gives an Sgemm whose launches may overlap the
+ * previous kernel on the stream (programmatic dependent launch, sm_90 and newer): every shipped
+ * kernel waits for it on the device before it reads its inputs or writes anything, and split-K
+ * instances first ask L2 for their first weight tiles. The result is the same bits either way.
+ *
  * <p>Thread safety: immutable; safe to share.
  */
 public final class Sgemm {
     private static final int MAX_GRID_Y = 65535;
 
     private final ShippedKernels kernels;
+    private final boolean programmaticDependentLaunch;
 
-    Sgemm(ShippedKernels kernels) {
+    Sgemm(ShippedKernels kernels, boolean programmaticDependentLaunch) {
         this.kernels = kernels;
+        this.programmaticDependentLaunch = programmaticDependentLaunch;
+    }
+
+    /**
+     * An Sgemm on the same kernels whose launches use programmatic dependent launch.
+     *
+     * @return an Sgemm that launches with {@link LaunchConfig#withProgrammaticDependentLaunch()}
+     */
+    public Sgemm withProgrammaticDependentLaunch() {
+        return programmaticDependentLaunch ? this : new Sgemm(kernels, true);
+    }
+
+    /**
+     * Whether launches use programmatic dependent launch.
+     *
+     * @return true for an Sgemm from {@link #withProgrammaticDependentLaunch()}
+     */
+    public boolean programmaticDependentLaunch() {
+        return programmaticDependentLaunch;
     }
 
     /**
@@ -76,9 +101,32 @@ public final class Sgemm {
      */
     public void multiplyBiasRelu(CudaStream stream, int m, int n, int k, DeviceBuffer a, DeviceBuffer b,
             boolean bTransposed, DeviceBuffer bias, DeviceBuffer d) {
-        checkDimensions(m, n, k);
-        GemmConfig config = choose(m, n, k, bTransposed, GemmConfig.Epilogue.BIAS_RELU, b);
-        multiply(stream, config, m, n, k, 1f, a, b, 0f, d, bias);
+        multiplyBiasRelu(stream, m, n, k, a, b, bTransposed, bias, d, null);
+    }
+
+    /**
+     * As {@link #multiplyBiasRelu(CudaStream, int, int, int, DeviceBuffer, DeviceBuffer, boolean, DeviceBuffer,
+     * DeviceBuffer)}, free to split K through {@code workspace}: the fast path for skinny problems.
+     *
+     * @param stream the stream to launch on
+     * @param m rows of A and of the output, at least 1
+     * @param n columns of op(B) and of the output, at least 1
+     * @param k columns of A and rows of op(B), at least 1
+     * @param a A, [m, k] floats
+     * @param b B, [k, n] floats, or [n, k] if {@code bTransposed}
+     * @param bTransposed whether B is stored [n, k] (as {@code torch.nn.Linear} stores its weight)
+     * @param bias n floats, one per column
+     * @param d D, [m, n] floats, only written; must not overlap A or B
+     * @param workspace where split-K partials go, or null to never split; one launch at a time may use it
+     * @throws IllegalArgumentException if a dimension is below 1, a buffer does not hold FLOAT32 or is shorter
+     *     than its matrix, D overlaps A or B, or n needs more than 65535 tiles
+     * @throws NullPointerException if a buffer is null
+     * @throws IllegalStateException if the stream, a buffer, the workspace or the kernels are closed
+     */
+    public void multiplyBiasRelu(CudaStream stream, int m, int n, int k, DeviceBuffer a, DeviceBuffer b,
+            boolean bTransposed, DeviceBuffer bias, DeviceBuffer d, GemmWorkspace workspace) {
+        GemmConfig config = choose(m, n, k, bTransposed, GemmConfig.Epilogue.BIAS_RELU, b, workspace);
+        multiply(stream, config, m, n, k, 1f, a, b, 0f, d, bias, workspace);
     }
 
     /**
@@ -104,16 +152,67 @@ public final class Sgemm {
      */
     public void multiply(CudaStream stream, GemmConfig config, int m, int n, int k, float alpha, DeviceBuffer a,
             DeviceBuffer b, float beta, DeviceBuffer c, DeviceBuffer bias) {
+        multiply(stream, config, m, n, k, alpha, a, b, beta, c, bias, null);
+    }
+
+    /**
+     * Runs a pinned instance, split-K ones included. As {@link #multiply(CudaStream, GemmConfig, int, int, int,
+     * float, DeviceBuffer, DeviceBuffer, float, DeviceBuffer, DeviceBuffer)}, plus the workspace a split-K
+     * instance reduces through.
+     *
+     * @param stream the stream to launch on
+     * @param config the instance and slice count, from {@link ShippedKernels#gemmConfigs()} and
+     *     {@link GemmConfig#withSlices(int)}
+     * @param m rows of A and of the output, at least 1
+     * @param n columns of op(B) and of the output, at least 1
+     * @param k columns of A and rows of op(B), at least 1
+     * @param alpha the factor of the product
+     * @param a A, [m, k] floats
+     * @param b B, [k, n] floats, or [n, k] if the instance takes B transposed
+     * @param beta the factor of C's old value; with 0, C is not read
+     * @param c the output, [m, n] floats; must not overlap A or B
+     * @param bias n floats for a bias+ReLU instance, else {@code null}
+     * @param workspace required by a split-K instance, for its partials and tickets; else ignored and may be null
+     * @throws IllegalArgumentException as the other overload, and if a split-K instance has no workspace, or one
+     *     too small for this problem, or more slices than K has k-tiles
+     * @throws NullPointerException if {@code config}, a matrix, or the bias a bias+ReLU instance needs is null
+     * @throws IllegalStateException if the stream, a buffer, the workspace or the kernels are closed
+     */
+    public void multiply(CudaStream stream, GemmConfig config, int m, int n, int k, float alpha, DeviceBuffer a,
+            DeviceBuffer b, float beta, DeviceBuffer c, DeviceBuffer bias, GemmWorkspace workspace) {
         Objects.requireNonNull(config, "config");
         check(config, m, n, k, a, b, c, bias);
+        if (config.splitK()) {
+            if (workspace == null) {
+                throw new IllegalArgumentException(config.kernelName() + " splits K and needs a GemmWorkspace");
+            }
+            if (config.slices() > config.maxSlices(k)) {
+                throw new IllegalArgumentException(config.slices() + " slices are more than k=" + k + " has k-tiles ("
+                        + config.maxSlices(k) + ")");
+            }
+            if (!workspace.fits(config, m, n)) {
+                throw new IllegalArgumentException("the workspace is too small for " + config.slices() + " slices of a "
+                        + m + " x " + n + " output");
+            }
+        }
         CudaKernel kernel = kernels.library().kernel(config.kernelName());
         int ldb = config.bTransposed() ? k : n;
         LaunchConfig launch = LaunchConfig.of(config.grid(m, n), Dim3.of(config.threads()), config.sharedMemBytes(),
                 stream);
-        if (config.epilogue() == GemmConfig.Epilogue.BIAS_RELU) {
-            kernel.launch(launch, m, n, k, a, k, b, ldb, bias, c, n);
+        if (programmaticDependentLaunch) {
+            launch = launch.withProgrammaticDependentLaunch();
+        }
+        boolean fused = config.epilogue() == GemmConfig.Epilogue.BIAS_RELU;
+        if (!config.splitK()) {
+            if (fused) {
+                kernel.launch(launch, m, n, k, a, k, b, ldb, bias, c, n);
+            } else {
+                kernel.launch(launch, m, n, k, alpha, a, k, b, ldb, beta, c, n);
+            }
+        } else if (fused) {
+            kernel.launch(launch, m, n, k, a, k, b, ldb, bias, c, n, workspace.partials(), workspace.tickets());
         } else {
-            kernel.launch(launch, m, n, k, alpha, a, k, b, ldb, beta, c, n);
+            kernel.launch(launch, m, n, k, alpha, a, k, b, ldb, beta, c, n, workspace.partials(), workspace.tickets());
         }
     }
 
@@ -133,10 +232,56 @@ public final class Sgemm {
      * @throws IllegalStateException if no shipped instance has this epilogue and B layout
      */
     public GemmConfig choose(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer b) {
+        return chooseUnsplit(m, n, bTransposed, epilogue, b, bTransposed ? k : n);
+    }
+
+    /**
+     * The instance and slice count {@link #multiply(CudaStream, GemmConfig, int, int, int, float, DeviceBuffer,
+     * DeviceBuffer, float, DeviceBuffer, DeviceBuffer, GemmWorkspace)} should use with this workspace. Skinny
+     * problems (m up to the tuning table's largest) take the split-K instance and slice count measured best for
+     * the nearest shape in {@link SgemmTuning the tuning table}, with the slices scaled to this GPU's
+     * multiprocessor count and cut to what K and the workspace allow; other problems are chosen as by
+     * {@link #choose(int, int, int, boolean, GemmConfig.Epilogue, DeviceBuffer)}.
+     *
+     * @param m rows of A and of the output, at least 1
+     * @param n columns of op(B) and of the output, at least 1
+     * @param k columns of A and rows of op(B), at least 1
+     * @param bTransposed whether B is stored [n, k]
+     * @param epilogue the epilogue wanted
+     * @param b B, whose offset decides whether instances with vector loads fit
+     * @param workspace the workspace a split-K launch would use, or null for none
+     * @return one of {@link ShippedKernels#gemmConfigs()}, possibly {@link GemmConfig#withSlices(int) with slices}
+     * @throws IllegalArgumentException if m, n or k is below 1
+     * @throws IllegalStateException if no shipped instance has this epilogue and B layout
+     */
+    public GemmConfig choose(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer b,
+            GemmWorkspace workspace) {
+        checkDimensions(m, n, k);
+        if (workspace != null) {
+            SgemmTuning.Entry tuned = kernels.tuning().nearest(m, n, k);
+            if (tuned != null) {
+                GemmConfig split = kernels.gemmConfigs().stream()
+                        .filter(c -> c.splitK() && c.epilogue() == epilogue && c.bTransposed() == bTransposed)
+                        .filter(c -> c.tileM() == tuned.tileM() && c.tileN() == tuned.tileN())
+                        .findFirst().orElse(null);
+                if (split != null) {
+                    int slices = kernels.tuning().slicesFor(tuned, kernels.multiprocessorCount());
+                    slices = Math.min(slices, split.maxSlices(k));
+                    while (slices > 1 && !workspace.fits(split.withSlices(slices), m, n)) {
+                        slices--;
+                    }
+                    return split.withSlices(slices);
+                }
+            }
+        }
+        return chooseUnsplit(m, n, bTransposed, epilogue, b, bTransposed ? k : n);
+    }
+
+    private GemmConfig chooseUnsplit(int m, int n, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer b,
+            int ldb) {
         int multiprocessors = kernels.multiprocessorCount();
-        int ldb = bTransposed ? k : n;
         List<GemmConfig> candidates = kernels.gemmConfigs().stream()
-                .filter(c -> c.epilogue() == epilogue && c.bTransposed() == bTransposed)
+                .filter(c -> !c.splitK() && c.epilogue() == epilogue && c.bTransposed() == bTransposed)
                 .filter(c -> fitsAlignment(c, ldb, b))
                 .toList();
         if (candidates.isEmpty()) {

@@ -27,6 +27,7 @@ public final class ShippedKernels implements AutoCloseable {
     private final List<GemmConfig> configs;
     private final String epilogueKernel;
     private final int multiprocessorCount;
+    private final SgemmTuning tuning;
 
     private ShippedKernels(CudaDevice device, DeviceProperties properties, String image, CudaLibrary library,
             KernelManifest manifest) {
@@ -36,6 +37,7 @@ public final class ShippedKernels implements AutoCloseable {
         this.configs = manifest.gemmConfigs();
         this.epilogueKernel = manifest.epilogueKernel();
         this.multiprocessorCount = properties.multiprocessorCount();
+        this.tuning = SgemmTuning.load();
         for (GemmConfig config : configs) {
             if (config.sharedMemBytes() > DEFAULT_SHARED_MEM_BYTES) {
                 library.kernel(config.kernelName()).setMaxDynamicSharedMemory(device, config.sharedMemBytes());
@@ -86,6 +88,10 @@ public final class ShippedKernels implements AutoCloseable {
         return multiprocessorCount;
     }
 
+    SgemmTuning tuning() {
+        return tuning;
+    }
+
     /**
      * The shipped sgemm instances.
      *
@@ -101,7 +107,7 @@ public final class ShippedKernels implements AutoCloseable {
      * @return a new {@link Sgemm}, valid while these kernels are open
      */
     public Sgemm sgemm() {
-        return new Sgemm(this);
+        return new Sgemm(this, false);
     }
 
     /**

@@ -68,7 +68,7 @@ class SgemmTest {
         double[] product = Reference.gemm(m, n, k, 1, a, b, bTransposed, 0, c);
         double[] fused = Reference.biasRelu(product, m, n, bias);
         try (DeviceBuffer da = upload(a); DeviceBuffer db = upload(b); DeviceBuffer dc = device.allocateFloats(m * n);
-                DeviceBuffer dbias = upload(bias)) {
+                DeviceBuffer dbias = upload(bias); GemmWorkspace workspace = GemmWorkspace.allocate(device, m, n, 1)) {
             Set<GemmConfig.Epilogue> checked = EnumSet.noneOf(GemmConfig.Epilogue.class);
             for (GemmConfig config : kernels.gemmConfigs()) {
                 if (config.bTransposed() != bTransposed || (config.alignment() > 1 && (bTransposed ? k : n)
@@ -79,12 +79,12 @@ class SgemmTest {
                 String what = config.kernelName() + " " + TestData.seedDescription(seed);
                 if (config.epilogue() == GemmConfig.Epilogue.LINEAR_COMBINATION) {
                     dc.copyFrom(c);
-                    kernels.sgemm().multiply(stream, config, m, n, k, 1.5f, da, db, -0.75f, dc, null);
+                    kernels.sgemm().multiply(stream, config, m, n, k, 1.5f, da, db, -0.75f, dc, null, workspace);
                     stream.synchronize();
                     Reference.assertClose(linear, dc.toFloatArray(), what);
                 } else {
                     dc.memset(0xFF);
-                    kernels.sgemm().multiply(stream, config, m, n, k, 1f, da, db, 0f, dc, dbias);
+                    kernels.sgemm().multiply(stream, config, m, n, k, 1f, da, db, 0f, dc, dbias, workspace);
                     stream.synchronize();
                     Reference.assertClose(fused, dc.toFloatArray(), what);
                 }

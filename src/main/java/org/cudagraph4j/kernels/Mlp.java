@@ -1,0 +1,144 @@
+package org.cudagraph4j.kernels;
+
+import java.util.List;
+import java.util.Objects;
+import org.cudagraph4j.CudaStream;
+import org.cudagraph4j.DeviceBuffer;
+
+/**
+ * A stack of {@link Linear} layers, each followed by ReLU: {@code y = relu(…relu(relu(x W0ᵀ + b0) W1ᵀ + b1)…)}.
+ * The activations between layers go through two buffers the stack owns, used in turn, and the
+ * fused layers split K through a {@link GemmWorkspace} the stack owns, so a forward pass allocates
+ * nothing and can be captured into a graph.
+ *
+ * <p>Thread safety: one forward pass at a time, in device order. Forward passes on one stream (or
+ * replays of one graph captured from it) are safe; passes that could overlap on the device, from
+ * two streams say, share the activation buffers and the workspace and would corrupt each other:
+ * give each stream its own {@code Mlp} (the weights can be shared). {@link #close()} frees the
+ * owned buffers; graphs captured from a forward pass keep them alive.
+ */
+public final class Mlp implements AutoCloseable {
+    /** The most slices the owned workspace allows; the tuning table never asks for more on 132 SMs. */
+    private static final int MAX_SLICES = 32;
+
+    private final List<Linear> layers;
+    private final int maxBatch;
+    private final DeviceBuffer ping;
+    private final DeviceBuffer pong;
+    private final GemmWorkspace workspace;
+
+    /**
+     * Stacks {@code layers}, whose weights stay owned by the caller, for batches of up to {@code maxBatch} rows.
+     *
+     * @param kernels the loaded kernels, whose device the buffers are allocated on
+     * @param layers at least one layer; each layer's inFeatures must equal the previous layer's outFeatures
+     * @param maxBatch the most rows a forward pass takes, at least 1
+     * @throws IllegalArgumentException if {@code layers} is empty, two neighbours do not chain, or
+     *     {@code maxBatch} is below 1
+     * @throws NullPointerException if {@code kernels}, {@code layers} or a layer is null
+     */
+    public Mlp(ShippedKernels kernels, List<Linear> layers, int maxBatch) {
+        Objects.requireNonNull(kernels, "kernels");
+        List<Linear> stack = List.copyOf(layers);
+        if (stack.isEmpty()) {
+            throw new IllegalArgumentException("an Mlp needs at least one layer");
+        }
+        for (int i = 1; i < stack.size(); i++) {
+            if (stack.get(i).inFeatures() != stack.get(i - 1).outFeatures()) {
+                throw new IllegalArgumentException("layer " + i + " takes " + stack.get(i).inFeatures()
+                        + " features but layer " + (i - 1) + " gives " + stack.get(i - 1).outFeatures());
+            }
+        }
+        if (maxBatch < 1) {
+            throw new IllegalArgumentException("maxBatch must be at least 1, got " + maxBatch);
+        }
+        int widest = stack.stream().mapToInt(Linear::outFeatures).max().orElseThrow();
+        long activation = (long) maxBatch * widest;
+        this.maxBatch = maxBatch;
+        DeviceBuffer first = null;
+        DeviceBuffer second = null;
+        try {
+            first = kernels.device().allocateFloats(activation);
+            second = kernels.device().allocateFloats(activation);
+            this.workspace = GemmWorkspace.allocate(kernels.device(), maxBatch, widest, MAX_SLICES);
+        } catch (RuntimeException e) {
+            closeAll(first, second);
+            throw e;
+        }
+        this.ping = first;
+        this.pong = second;
+        this.layers = stack.stream().map(layer -> layer.withWorkspace(workspace)).toList();
+    }
+
+    /**
+     * The size of one input row.
+     *
+     * @return the first layer's inFeatures
+     */
+    public int inFeatures() {
+        return layers.getFirst().inFeatures();
+    }
+
+    /**
+     * The size of one output row.
+     *
+     * @return the last layer's outFeatures
+     */
+    public int outFeatures() {
+        return layers.getLast().outFeatures();
+    }
+
+    /**
+     * Queues the forward pass of {@code batch} rows on {@code stream}: one kernel per layer in
+     * {@link Linear.Mode#FUSED} mode, two in {@link Linear.Mode#UNFUSED}.
+     *
+     * @param stream the stream to launch on
+     * @param batch rows of x and y, 1 to the maxBatch given at construction
+     * @param x [batch, inFeatures] floats; only read
+     * @param y [batch, outFeatures] floats; must not overlap x
+     * @param mode how each layer applies its bias and ReLU
+     * @throws IllegalArgumentException if {@code batch} is out of range, {@code x} or {@code y} does not hold
+     *     FLOAT32 or is too short, or {@code y} overlaps {@code x}
+     * @throws NullPointerException if {@code x}, {@code y} or {@code mode} is null
+     * @throws IllegalStateException if the stream, a buffer, the kernels or this stack are closed
+     */
+    public void forward(CudaStream stream, int batch, DeviceBuffer x, DeviceBuffer y, Linear.Mode mode) {
+        Objects.requireNonNull(mode, "mode");
+        if (batch < 1 || batch > maxBatch) {
+            throw new IllegalArgumentException("batch must be 1 to " + maxBatch + ", got " + batch);
+        }
+        Sgemm.checkMatrix("x", x, (long) batch * inFeatures());
+        Sgemm.checkMatrix("y", y, (long) batch * outFeatures());
+        if (Sgemm.overlaps(x, y)) {
+            throw new IllegalArgumentException("y must not overlap x");
+        }
+        DeviceBuffer input = x;
+        for (int i = 0; i < layers.size(); i++) {
+            Linear layer = layers.get(i);
+            DeviceBuffer output = i == layers.size() - 1 ? y
+                    : (i % 2 == 0 ? ping : pong).slice(0, (long) batch * layer.outFeatures());
+            layer.forward(stream, batch, input, output, mode);
+            input = output;
+        }
+    }
+
+    /** Frees the activation buffers and the workspace; graphs captured from a forward pass keep them alive. */
+    @Override
+    public void close() {
+        try (workspace) {
+            closeAll(ping, pong);
+        }
+    }
+
+    private static void closeAll(DeviceBuffer first, DeviceBuffer second) {
+        try {
+            if (first != null) {
+                first.close();
+            }
+        } finally {
+            if (second != null) {
+                second.close();
+            }
+        }
+    }
+}

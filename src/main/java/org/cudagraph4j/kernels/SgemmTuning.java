@@ -1,0 +1,100 @@
+package org.cudagraph4j.kernels;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The split-K tuning table shipped beside the kernels ({@code kernels/tuning/sgemm-tuning.tsv}): for
+ * each measured skinny shape, the split-K tile and slice count that ran fastest, and the
+ * multiprocessor count it was measured with. {@code kernels/PERFORMANCE.md} says how it is measured.
+ *
+ * <p>Thread safety: immutable.
+ */
+final class SgemmTuning {
+    static final String RESOURCE = "sgemm-tuning.tsv";
+
+    /** The best split-K launch measured for one (m, n, k). */
+    record Entry(int m, int n, int k, int tileM, int tileN, int slices) {}
+
+    private final int multiprocessors;
+    private final List<Entry> entries;
+    private final int largestM;
+
+    SgemmTuning(int multiprocessors, List<Entry> entries) {
+        if (multiprocessors < 1 || entries.isEmpty()) {
+            throw new IllegalArgumentException("a tuning table needs a multiprocessor count and at least one entry");
+        }
+        this.multiprocessors = multiprocessors;
+        this.entries = List.copyOf(entries);
+        this.largestM = entries.stream().mapToInt(Entry::m).max().orElseThrow();
+    }
+
+    static SgemmTuning load() {
+        try (InputStream in = SgemmTuning.class.getResourceAsStream(RESOURCE)) {
+            if (in == null) {
+                throw new IllegalStateException("the kernels' " + RESOURCE + " is missing from the jar");
+            }
+            return parse(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + RESOURCE, e);
+        }
+    }
+
+    /** Lines "sms N", then "m n k tileMxtileN slices ..." (tab-separated); '#' starts a comment. */
+    static SgemmTuning parse(String text) {
+        int sms = 0;
+        List<Entry> entries = new ArrayList<>();
+        int number = 0;
+        for (String line : text.split("\n")) {
+            number++;
+            String content = line.strip();
+            if (content.isEmpty() || content.startsWith("#")) {
+                continue;
+            }
+            String[] fields = content.split("\t");
+            try {
+                if (fields[0].equals("sms")) {
+                    sms = Integer.parseInt(fields[1]);
+                    continue;
+                }
+                String[] tile = fields[3].split("x");
+                entries.add(new Entry(Integer.parseInt(fields[0]), Integer.parseInt(fields[1]),
+                        Integer.parseInt(fields[2]), Integer.parseInt(tile[0]), Integer.parseInt(tile[1]),
+                        Integer.parseInt(fields[4])));
+            } catch (RuntimeException e) {
+                throw new IllegalStateException(RESOURCE + " line " + number + " is malformed: " + line, e);
+            }
+        }
+        return new SgemmTuning(sms, entries);
+    }
+
+    /**
+     * The entry nearest to (m, n, k), each dimension compared by its ratio; null when m is above the
+     * table's largest (the problem is not skinny).
+     */
+    Entry nearest(int m, int n, int k) {
+        if (m > largestM) {
+            return null;
+        }
+        Entry best = null;
+        double bestDistance = Double.MAX_VALUE;
+        for (Entry e : entries) {
+            double distance = Math.abs(Math.log((double) m / e.m())) + Math.abs(Math.log((double) n / e.n()))
+                    + Math.abs(Math.log((double) k / e.k()));
+            if (distance < bestDistance) {
+                best = e;
+                bestDistance = distance;
+            }
+        }
+        return best;
+    }
+
+    /** The entry's slices for a GPU with this many multiprocessors: the table keeps blocks per multiprocessor. */
+    int slicesFor(Entry entry, int gpuMultiprocessors) {
+        return Math.max(1, (int) Math.round((double) entry.slices() * gpuMultiprocessors / multiprocessors));
+    }
+}

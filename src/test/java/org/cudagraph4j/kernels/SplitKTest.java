@@ -1,0 +1,379 @@
+package org.cudagraph4j.kernels;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
+import org.cudagraph4j.Cuda;
+import org.cudagraph4j.CudaDevice;
+import org.cudagraph4j.CudaStream;
+import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.GpuTest;
+import org.cudagraph4j.TestData;
+import org.cudagraph4j.graph.CaptureMode;
+import org.cudagraph4j.graph.CudaGraph;
+import org.cudagraph4j.graph.GraphExec;
+import org.cudagraph4j.graph.StreamCapture;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/** The split-K instances, the workspace they reduce through, and {@link Mlp}, which runs on them. */
+@GpuTest
+class SplitKTest {
+    private static CudaDevice device;
+    private static ShippedKernels kernels;
+    private static CudaStream stream;
+
+    @BeforeAll
+    static void load() {
+        device = Cuda.device(0);
+        kernels = ShippedKernels.load(device);
+        stream = device.createStream();
+    }
+
+    @AfterAll
+    static void close() {
+        stream.close();
+        kernels.close();
+    }
+
+    private static List<GemmConfig> splitConfigs() {
+        List<GemmConfig> configs = kernels.gemmConfigs().stream().filter(GemmConfig::splitK).toList();
+        assertFalse(configs.isEmpty(), "the kernels ship split-K instances");
+        return configs;
+    }
+
+    /** Skinny and odd shapes, primes included, K up to 4097; B both ways. */
+    static Stream<Arguments> shapes() {
+        int[][] shapes = {{1, 1, 1}, {1, 512, 512}, {3, 5, 4097}, {8, 1000, 17}, {13, 257, 1031}, {32, 512, 512},
+                {33, 97, 4093}, {64, 129, 300}, {127, 61, 2048}, {256, 1024, 1024}, {2, 4097, 33}};
+        List<Arguments> arguments = new ArrayList<>();
+        for (int[] s : shapes) {
+            for (boolean transposed : new boolean[] {false, true}) {
+                arguments.add(Arguments.of(s[0], s[1], s[2], transposed));
+            }
+        }
+        return arguments.stream();
+    }
+
+    @ParameterizedTest(name = "m={0} n={1} k={2} bTransposed={3}")
+    @MethodSource("shapes")
+    void everySplitMatchesTheDoubleReference(int m, int n, int k, boolean bTransposed) {
+        long seed = TestData.newSeed();
+        float[] a = TestData.randomFloats(m * k, seed);
+        float[] b = TestData.randomFloats(k * n, seed + 1);
+        float[] c = TestData.randomFloats(m * n, seed + 2);
+        float[] bias = TestData.randomFloats(n, seed + 3);
+        double[] linear = Reference.gemm(m, n, k, 1.5, a, b, bTransposed, -0.75, c);
+        double[] fused = Reference.biasRelu(Reference.gemm(m, n, k, 1, a, b, bTransposed, 0, c), m, n, bias);
+        int kTiles = (k + 15) / 16;
+        int[] slices = IntStream.of(1, 2, 3, 7, 16, kTiles).filter(s -> s <= kTiles).distinct().toArray();
+        try (DeviceBuffer da = upload(a); DeviceBuffer db = upload(b); DeviceBuffer dc = device.allocateFloats(m * n);
+                DeviceBuffer dbias = upload(bias);
+                GemmWorkspace workspace = GemmWorkspace.allocate(device, m, n, kTiles)) {
+            int checked = 0;
+            for (GemmConfig instance : splitConfigs()) {
+                if (instance.bTransposed() != bTransposed) {
+                    continue;
+                }
+                for (int s : slices) {
+                    GemmConfig config = instance.withSlices(s);
+                    String what = config.kernelName() + " slices=" + s + " " + TestData.seedDescription(seed);
+                    if (config.epilogue() == GemmConfig.Epilogue.LINEAR_COMBINATION) {
+                        dc.copyFrom(c);
+                        kernels.sgemm().multiply(stream, config, m, n, k, 1.5f, da, db, -0.75f, dc, null, workspace);
+                        stream.synchronize();
+                        Reference.assertClose(linear, dc.toFloatArray(), what);
+                    } else {
+                        dc.memset(0xFF);
+                        kernels.sgemm().multiply(stream, config, m, n, k, 1f, da, db, 0f, dc, dbias, workspace);
+                        stream.synchronize();
+                        Reference.assertClose(fused, dc.toFloatArray(), what);
+                    }
+                    checked++;
+                }
+            }
+            assertEquals(6 * slices.length, checked, "three tiles times two epilogues, every slice count");
+        }
+    }
+
+    @Test
+    void aSplitResultIsTheSameBitsEveryRunAndInAGraphReplay() {
+        int m = 32;
+        int n = 512;
+        int k = 4093;
+        long seed = TestData.newSeed();
+        float[] bias = TestData.randomFloats(n, seed + 2);
+        GemmConfig config = kernels.gemmConfigs().stream()
+                .filter(c -> c.splitK() && c.bTransposed() && c.epilogue() == GemmConfig.Epilogue.BIAS_RELU
+                        && c.tileM() == 32)
+                .findFirst().orElseThrow().withSlices(16);
+        try (DeviceBuffer a = upload(TestData.randomFloats(m * k, seed));
+                DeviceBuffer b = upload(TestData.randomFloats(n * k, seed + 1)); DeviceBuffer dbias = upload(bias);
+                DeviceBuffer d = device.allocateFloats(m * n);
+                GemmWorkspace workspace = GemmWorkspace.allocate(device, m, n, 16)) {
+            d.memset(0xFF);
+            kernels.sgemm().multiply(stream, config, m, n, k, 1f, a, b, 0f, d, dbias, workspace);
+            stream.synchronize();
+            int[] first = bits(d.toFloatArray());
+            for (int run = 0; run < 20; run++) {
+                d.memset(0xFF);
+                kernels.sgemm().multiply(stream, config, m, n, k, 1f, a, b, 0f, d, dbias, workspace);
+                stream.synchronize();
+                assertArrayEquals(first, bits(d.toFloatArray()), "run " + run + " " + TestData.seedDescription(seed));
+            }
+            CudaGraph graph;
+            try (StreamCapture capture = stream.beginCapture(CaptureMode.THREAD_LOCAL)) {
+                for (int launch = 0; launch < 4; launch++) {
+                    kernels.sgemm().multiply(stream, config, m, n, k, 1f, a, b, 0f, d, dbias, workspace);
+                }
+                graph = capture.end();
+            }
+            try (graph; GraphExec exec = graph.instantiate()) {
+                for (int replay = 0; replay < 5; replay++) {
+                    d.memset(0xFF);
+                    exec.launch(stream);
+                    stream.synchronize();
+                    assertArrayEquals(first, bits(d.toFloatArray()), "replay " + replay);
+                }
+            }
+        }
+    }
+
+    @Test
+    void theHeuristicSplitsSkinnyProblemsAndLeavesLargeOnesWhole() {
+        try (DeviceBuffer b = device.allocateFloats(1);
+                GemmWorkspace workspace = GemmWorkspace.allocate(device, 256, 4096, 32)) {
+            // The tuning table's batch-1 entry at width 512: the 16x64 tile, K split in 16 on 132 SMs.
+            GemmConfig skinny = kernels.sgemm().choose(1, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU, b, workspace);
+            assertTrue(skinny.splitK() && skinny.tileM() == 16 && skinny.tileN() == 64, skinny.toString());
+            assertTrue(skinny.slices() > 1, skinny.toString());
+            GemmConfig large = kernels.sgemm().choose(4096, 4096, 4096, true, GemmConfig.Epilogue.BIAS_RELU, b,
+                    workspace);
+            assertFalse(large.splitK(), large.toString());
+            GemmConfig noWorkspace = kernels.sgemm().choose(1, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU, b);
+            assertFalse(noWorkspace.splitK(), "without a workspace nothing splits");
+            try (GemmWorkspace tiny = GemmWorkspace.allocate(device, 1, 512, 1)) {
+                assertEquals(1, kernels.sgemm().choose(1, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU, b, tiny)
+                        .slices(), "a workspace too small for partials gets one slice");
+            }
+        }
+    }
+
+    @Test
+    void misuseIsRefusedBeforeAnythingRuns() {
+        GemmConfig split = splitConfigs().stream().filter(c -> c.epilogue() == GemmConfig.Epilogue.LINEAR_COMBINATION)
+                .findFirst().orElseThrow();
+        try (DeviceBuffer a = device.allocateFloats(64 * 64); DeviceBuffer b = device.allocateFloats(64 * 64);
+                DeviceBuffer c = device.allocateFloats(64 * 64);
+                GemmWorkspace small = GemmWorkspace.allocate(device, 8, 8, 2)) {
+            IllegalArgumentException noWorkspace = assertThrows(IllegalArgumentException.class,
+                    () -> kernels.sgemm().multiply(stream, split, 64, 64, 64, 1f, a, b, 0f, c, null));
+            assertTrue(noWorkspace.getMessage().contains("needs a GemmWorkspace"), noWorkspace.getMessage());
+            IllegalArgumentException tooMany = assertThrows(IllegalArgumentException.class,
+                    () -> kernels.sgemm().multiply(stream, split.withSlices(5), 64, 64, 64, 1f, a, b, 0f, c, null,
+                            small));
+            assertTrue(tooMany.getMessage().contains("more than k=64 has k-tiles (4)"), tooMany.getMessage());
+            IllegalArgumentException tooSmall = assertThrows(IllegalArgumentException.class,
+                    () -> kernels.sgemm().multiply(stream, split.withSlices(2), 64, 64, 64, 1f, a, b, 0f, c, null,
+                            small));
+            assertTrue(tooSmall.getMessage().contains("workspace is too small"), tooSmall.getMessage());
+        }
+        GemmWorkspace closed = GemmWorkspace.allocate(device, 64, 64, 2);
+        closed.close();
+        try (DeviceBuffer a = device.allocateFloats(64 * 64); DeviceBuffer b = device.allocateFloats(64 * 64);
+                DeviceBuffer c = device.allocateFloats(64 * 64)) {
+            assertThrows(IllegalStateException.class, () -> kernels.sgemm().multiply(stream, split.withSlices(2), 64,
+                    64, 64, 1f, a, b, 0f, c, null, closed));
+            // The device and the kernels are still healthy.
+            float[] ones = new float[64 * 64];
+            java.util.Arrays.fill(ones, 1f);
+            a.copyFrom(ones);
+            b.copyFrom(ones);
+            try (GemmWorkspace workspace = GemmWorkspace.allocate(device, 64, 64, 2)) {
+                kernels.sgemm().multiply(stream, split.withSlices(2), 64, 64, 64, 1f, a, b, 0f, c, null, workspace);
+            }
+            stream.synchronize();
+            assertEquals(64f, c.toFloatArray()[4095]);
+        }
+    }
+
+    @ParameterizedTest(name = "batch={0}")
+    @org.junit.jupiter.params.provider.ValueSource(ints = {1, 7, 32, 100})
+    void anMlpMatchesTheDoubleReferenceFusedAndUnfusedAndInAGraph(int batch) {
+        int[] widths = {96, 512, 257, 512, 64};
+        long seed = TestData.newSeed();
+        List<DeviceBuffer> owned = new ArrayList<>();
+        List<Linear> layers = new ArrayList<>();
+        List<float[]> weights = new ArrayList<>();
+        List<float[]> biases = new ArrayList<>();
+        try {
+            for (int i = 0; i + 1 < widths.length; i++) {
+                // Scaled so that activations stay near 1 through the stack.
+                float[] w = scale(TestData.randomFloats(widths[i + 1] * widths[i], seed + 2 * i),
+                        (float) (1 / Math.sqrt(widths[i])));
+                float[] bias = TestData.randomFloats(widths[i + 1], seed + 2 * i + 1);
+                DeviceBuffer dw = upload(w);
+                owned.add(dw);
+                DeviceBuffer dbias = upload(bias);
+                owned.add(dbias);
+                weights.add(w);
+                biases.add(bias);
+                layers.add(new Linear(kernels, dw, dbias, widths[i], widths[i + 1]));
+            }
+            float[] x = TestData.randomFloats(batch * widths[0], seed + 100);
+            double[] expected = toDouble(x);
+            for (int i = 0; i < layers.size(); i++) {
+                float[] input = toFloat(expected);
+                expected = Reference.biasRelu(Reference.gemm(batch, widths[i + 1], widths[i], 1, input,
+                        weights.get(i), true, 0, null), batch, widths[i + 1], biases.get(i));
+            }
+            int out = widths[widths.length - 1];
+            try (Mlp mlp = new Mlp(kernels, layers, 128); DeviceBuffer dx = upload(x);
+                    DeviceBuffer dy = device.allocateFloats(batch * out)) {
+                for (Linear.Mode mode : Linear.Mode.values()) {
+                    dy.memset(0xFF);
+                    mlp.forward(stream, batch, dx, dy, mode);
+                    stream.synchronize();
+                    Reference.assertClose(expected, dy.toFloatArray(), mode + " " + TestData.seedDescription(seed));
+                }
+                CudaGraph graph;
+                try (StreamCapture capture = stream.beginCapture(CaptureMode.THREAD_LOCAL)) {
+                    mlp.forward(stream, batch, dx, dy, Linear.Mode.FUSED);
+                    graph = capture.end();
+                }
+                try (graph; GraphExec exec = graph.instantiate()) {
+                    assertEquals(layers.size(), graph.nodes().size(), "one kernel per fused layer");
+                    dy.memset(0xFF);
+                    exec.launch(stream);
+                    stream.synchronize();
+                    Reference.assertClose(expected, dy.toFloatArray(), "graph " + TestData.seedDescription(seed));
+                }
+            }
+        } finally {
+            owned.forEach(DeviceBuffer::close);
+        }
+    }
+
+    /**
+     * Each layer reads what the one before wrote: a layer launched early that did not wait for its
+     * predecessor would read stale activations and change the bits.
+     */
+    @Test
+    void programmaticDependentLaunchGivesTheSameBitsEagerAndInAGraph() {
+        int width = 512;
+        int batch = 32;
+        long seed = TestData.newSeed();
+        List<DeviceBuffer> owned = new ArrayList<>();
+        List<Linear> layers = new ArrayList<>();
+        try {
+            for (int i = 0; i < 16; i++) {
+                DeviceBuffer w = upload(scale(TestData.randomFloats(width * width, seed + 2 * i),
+                        (float) (1 / Math.sqrt(width))));
+                DeviceBuffer bias = upload(TestData.randomFloats(width, seed + 2 * i + 1));
+                owned.add(w);
+                owned.add(bias);
+                layers.add(new Linear(kernels, w, bias, width, width));
+            }
+            List<Linear> programmatic = layers.stream().map(Linear::withProgrammaticDependentLaunch).toList();
+            try (Mlp ordered = new Mlp(kernels, layers, batch); Mlp overlapped = new Mlp(kernels, programmatic, batch);
+                    DeviceBuffer x = upload(TestData.randomFloats(batch * width, seed + 99));
+                    DeviceBuffer y = device.allocateFloats(batch * width)) {
+                for (Linear.Mode mode : Linear.Mode.values()) {
+                    y.memset(0xFF);
+                    ordered.forward(stream, batch, x, y, mode);
+                    stream.synchronize();
+                    int[] expected = bits(y.toFloatArray());
+                    for (int run = 0; run < 20; run++) {
+                        y.memset(0xFF);
+                        overlapped.forward(stream, batch, x, y, mode);
+                        stream.synchronize();
+                        assertArrayEquals(expected, bits(y.toFloatArray()), mode + " run " + run + " "
+                                + TestData.seedDescription(seed));
+                    }
+                    CudaGraph graph;
+                    try (StreamCapture capture = stream.beginCapture(CaptureMode.THREAD_LOCAL)) {
+                        overlapped.forward(stream, batch, x, y, mode);
+                        graph = capture.end();
+                    }
+                    try (graph; GraphExec exec = graph.instantiate()) {
+                        for (int replay = 0; replay < 20; replay++) {
+                            y.memset(0xFF);
+                            exec.launch(stream);
+                            stream.synchronize();
+                            assertArrayEquals(expected, bits(y.toFloatArray()), mode + " replay " + replay);
+                        }
+                    }
+                }
+            }
+        } finally {
+            owned.forEach(DeviceBuffer::close);
+        }
+    }
+
+    @Test
+    void anMlpRefusesLayersThatDoNotChainAndBatchesItCannotHold() {
+        try (DeviceBuffer w = device.allocateFloats(64 * 64); DeviceBuffer bias = device.allocateFloats(64)) {
+            Linear square = new Linear(kernels, w, bias, 64, 64);
+            Linear narrow = new Linear(kernels, w, bias, 32, 64);
+            IllegalArgumentException chain = assertThrows(IllegalArgumentException.class,
+                    () -> new Mlp(kernels, List.of(square, narrow), 8));
+            assertEquals("layer 1 takes 32 features but layer 0 gives 64", chain.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> new Mlp(kernels, List.of(), 8));
+            try (Mlp mlp = new Mlp(kernels, List.of(square, square), 8);
+                    DeviceBuffer x = device.allocateFloats(16 * 64); DeviceBuffer y = device.allocateFloats(16 * 64)) {
+                IllegalArgumentException batch = assertThrows(IllegalArgumentException.class,
+                        () -> mlp.forward(stream, 9, x, y, Linear.Mode.FUSED));
+                assertEquals("batch must be 1 to 8, got 9", batch.getMessage());
+                assertThrows(IllegalArgumentException.class, () -> mlp.forward(stream, 8, x, x, Linear.Mode.FUSED));
+            }
+        }
+    }
+
+    private static int[] bits(float[] values) {
+        int[] bits = new int[values.length];
+        for (int i = 0; i < values.length; i++) {
+            bits[i] = Float.floatToRawIntBits(values[i]);
+        }
+        return bits;
+    }
+
+    private static float[] scale(float[] values, float factor) {
+        for (int i = 0; i < values.length; i++) {
+            values[i] *= factor;
+        }
+        return values;
+    }
+
+    private static double[] toDouble(float[] values) {
+        double[] result = new double[values.length];
+        for (int i = 0; i < values.length; i++) {
+            result[i] = values[i];
+        }
+        return result;
+    }
+
+    private static float[] toFloat(double[] values) {
+        float[] result = new float[values.length];
+        for (int i = 0; i < values.length; i++) {
+            result[i] = (float) values[i];
+        }
+        return result;
+    }
+
+    private static DeviceBuffer upload(float[] values) {
+        DeviceBuffer buffer = device.allocateFloats(values.length);
+        buffer.copyFrom(values);
+        return buffer;
+    }
+}
