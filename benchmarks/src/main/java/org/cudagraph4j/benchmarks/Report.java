@@ -15,7 +15,8 @@ import java.util.Map;
  * {@code chart.svg}.
  *
  * <p>Usage: {@code Report jmh.json native.json outputDir}. The native file may be absent, when no
- * nvcc was found; its columns then read n/a.
+ * nvcc was found; its columns then read n/a. Where {@code outputDir} holds the MLP logs
+ * ({@code mlp-native.log}, {@code mlp-torch.log}), their comparison is added ({@link MlpResults}).
  */
 public final class Report {
     private static final int[] LAUNCH_N = {1, 2, 8, 32, 128};
@@ -29,6 +30,7 @@ public final class Report {
     private final Map<String, Double> nativeResults = new LinkedHashMap<>();
     private String device = "unknown GPU";
     private String driver = "";
+    private final MlpResults mlp = new MlpResults();
 
     public static void main(String[] args) throws IOException {
         if (args.length != 3) {
@@ -42,6 +44,11 @@ public final class Report {
             report.readNative(Files.readString(nativeFile));
         }
         Path out = Path.of(args[2]);
+        for (String log : new String[] {"mlp-native.log", "mlp-torch.log"}) {
+            if (Files.exists(out.resolve(log))) {
+                report.mlp.read(Files.readString(out.resolve(log)));
+            }
+        }
         Files.createDirectories(out);
         Files.writeString(out.resolve("results.md"), report.markdown());
         Files.writeString(out.resolve("chart.svg"), report.svg());
@@ -181,7 +188,15 @@ public final class Report {
                 target(md, label, nativeSpeedup, javaSpeedup, 1.0);
             }
         }
+        if (!mlp.isEmpty()) {
+            md.append(mlp.markdown());
+        }
         return md.toString();
+    }
+
+    /** For the MLP logs, read from elsewhere than the output folder (tests). */
+    MlpResults mlp() {
+        return mlp;
     }
 
     private void seedRow(StringBuilder md, int layers, String variant, String eagerPrefix, String graphPrefix) {
@@ -222,10 +237,13 @@ public final class Report {
         return a == null || b == null ? "n/a" : String.format(Locale.ROOT, "%.3f", a / b);
     }
 
-    /** Two panels: eager vs graph for each N (log scale), and the four calls through each binding. */
+    /**
+     * Two panels: eager vs graph for each N (log scale), and the four calls through each binding;
+     * with MLP results, a second row with one panel per width.
+     */
     String svg() {
         int width = 960;
-        int height = 420;
+        int height = mlp.isEmpty() ? 420 : 820;
         StringBuilder svg = new StringBuilder();
         svg.append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"").append(width).append("\" height=\"")
                 .append(height).append("\" font-family=\"sans-serif\" font-size=\"11\">\n");
@@ -254,6 +272,20 @@ public final class Report {
                     value(nativeResults, "binding/" + call)});
         }
         panel(svg, 520, 40, 420, 330, "ns per call (log scale)", calls, bindingSeries, bindingColors, bindingValues);
+        if (!mlp.isEmpty()) {
+            svg.append(text(width / 2, 430, "16-layer MLP, µs per forward synchronising each (log scale)", 14,
+                    "middle"));
+            List<String> mlpSeries = List.of("cudagraph4j graph (PDL)", "PyTorch graph replay");
+            List<String> mlpColors = List.of("#d62728", "#7f7f7f");
+            int[] widths = {512, 1024, 4096};
+            for (int i = 0; i < widths.length; i++) {
+                if (mlp.groups(widths[i]).isEmpty()) {
+                    continue;
+                }
+                panel(svg, 20 + i * 315, 450, 290, 330, "width " + widths[i], mlp.groups(widths[i]), mlpSeries,
+                        mlpColors, mlp.values(widths[i]));
+            }
+        }
         svg.append("</svg>\n");
         return svg.toString();
     }
