@@ -93,18 +93,29 @@ final class MlpResults {
         return best(cell) / cell.torchGraph.sync();
     }
 
+    /** The name Report gives a JMH {@code MlpForward} result, e.g. {@code mlp/graph/512/32/pdl}. */
+    static String javaKey(String method, Object width, Object batch, Object pdl) {
+        return "mlp/" + method + "/" + width + "/" + batch + "/" + ("true".equals(String.valueOf(pdl)) ? "pdl" : "plain");
+    }
+
     String markdown() {
+        return markdown(Map.of());
+    }
+
+    /** With the JMH results (µs, by {@link #javaKey}), the library's own graph from Java is a column too. */
+    String markdown(Map<String, Double> java) {
         StringBuilder md = new StringBuilder("\n## 16-layer MLP (`Linear(w, w)` + ReLU, FP32), µs per forward\n\n");
         md.append("Native graph on the shipped split-K kernels (`mlp-native.log`) against PyTorch (`mlp-torch.log`, "
                 + "TF32 off); \"sync\" synchronises after each forward, \"pipelined\" after 200. Ratio: the faster "
                 + "native graph (PDL or not) over PyTorch's graph replay, both synchronising each forward.\n\n");
-        md.append("| width | batch | config | graph sync | graph PDL sync | graph PDL pipelined | PyTorch eager sync "
-                + "| PyTorch graph sync | PyTorch graph pipelined | ratio |\n");
-        md.append("|---|---|---|---|---|---|---|---|---|---|\n");
+        md.append("| width | batch | config | graph sync | graph PDL sync | graph PDL pipelined | Java graph PDL sync "
+                + "| PyTorch eager sync | PyTorch graph sync | PyTorch graph pipelined | ratio |\n");
+        md.append("|---|---|---|---|---|---|---|---|---|---|---|\n");
         cells.forEach((width, byBatch) -> byBatch.forEach((batch, cell) -> md.append(String.format(Locale.ROOT,
-                "| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s |%n", width, batch,
+                "| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |%n", width, batch,
                 cell.config == null ? "n/a" : cell.config, sync(cell.graph), sync(cell.graphPdl),
-                pipelined(cell.graphPdl), sync(cell.torchEager), sync(cell.torchGraph), pipelined(cell.torchGraph),
+                pipelined(cell.graphPdl), micros(java.get(javaKey("graph", width, batch, true))),
+                sync(cell.torchEager), sync(cell.torchGraph), pipelined(cell.torchGraph),
                 format(ratio(width, batch))))));
         md.append("\nTargets (ratio to PyTorch's graph replay):\n\n");
         target(md, "width 512, batch 32: at most 0.5", Arrays.asList(ratio(512, 32)), 0.5);
@@ -145,6 +156,10 @@ final class MlpResults {
 
     private static String pipelined(Time time) {
         return time == null ? "n/a" : String.format(Locale.ROOT, "%.1f", time.pipelined());
+    }
+
+    private static String micros(Double value) {
+        return value == null ? "n/a" : String.format(Locale.ROOT, "%.1f", value);
     }
 
     private static String format(Double ratio) {

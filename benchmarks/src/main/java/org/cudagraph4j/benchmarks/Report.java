@@ -95,6 +95,8 @@ public final class Report {
             case "SeedShapeEmpty" -> "seed_shape_empty/" + method + "/" + params.get("layers");
             case "GraphLifecycle" -> "graph_lifecycle/" + snake(method) + "/" + params.get("nodes");
             case "BindingOverhead" -> "binding/" + method + " [" + params.get("binding") + "]";
+            case "MlpForward" -> MlpResults.javaKey(snake(method), params.get("width"), params.get("batch"),
+                    params.get("pdl"));
             default -> null;
         };
     }
@@ -189,7 +191,7 @@ public final class Report {
             }
         }
         if (!mlp.isEmpty()) {
-            md.append(mlp.markdown());
+            md.append(mlp.markdown(java));
         }
         return md.toString();
     }

@@ -30,11 +30,19 @@ class MlpResultsTest {
     @Test
     void theTableNamesTheConfigurationAndTheTargetsSayHowManyCellsMetThem() throws IOException {
         String md = firstRun().markdown();
-        assertTrue(md.contains("| 512 | 32 | 32x32 x1 | 209.9 | 206.3 | 200.4 | 754.3 | 177.4 | 165.3 | 1.16 |"), md);
+        assertTrue(md.contains("| 512 | 32 | 32x32 x1 | 209.9 | 206.3 | 200.4 | n/a | 754.3 | 177.4 | 165.3 | 1.16 |"),
+                md);
         assertTrue(md.contains("- width 512, batch 32: at most 0.5: missed (0 of 1 cells, worst 1.16)"), md);
         assertTrue(md.contains("- every batch at widths 512 and 1024: at most 0.8: missed (3 of 10 cells, worst 1.31)"),
                 md);
         assertTrue(md.contains("- width 4096, batch 256: at most 1.0: missed (0 of 1 cells, worst 1.11)"), md);
+    }
+
+    @Test
+    void theJavaGraphIsAColumnWhenJmhRanIt() throws IOException {
+        String key = MlpResults.javaKey("graph", 512, 32, "true");
+        assertTrue(firstRun().markdown(java.util.Map.of(key, 210.4)).contains("| 200.4 | 210.4 | 754.3 |"));
+        assertTrue(key.equals("mlp/graph/512/32/pdl"), key);
     }
 
     @Test

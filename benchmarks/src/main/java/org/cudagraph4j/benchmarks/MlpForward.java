@@ -1,0 +1,132 @@
+package org.cudagraph4j.benchmarks;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.graph.CaptureMode;
+import org.cudagraph4j.graph.CudaGraph;
+import org.cudagraph4j.graph.GraphExec;
+import org.cudagraph4j.graph.StreamCapture;
+import org.cudagraph4j.kernels.Linear;
+import org.cudagraph4j.kernels.Mlp;
+import org.cudagraph4j.kernels.ShippedKernels;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * The 16-layer MLP ({@code Linear(width, width)} + ReLU, FP32) through the library's {@link Mlp}
+ * on the shipped split-K kernels: eager launches against one graph launch, with and without
+ * programmatic dependent launch, synchronising after each forward ({@code eager}, {@code graph})
+ * or after {@value #PIPELINED} ({@code graphPipelined}, reported per forward). Native twin:
+ * {@code kernels/test/skinny_test.cu}; PyTorch twin: {@code native/mlp_torch.py}. The defaults keep
+ * the main run short (18 trials); the twins' whole grid is
+ * {@code -p width=512,1024,4096 -p batch=1,8,32,128,256}.
+ */
+@BenchmarkMode(Mode.SampleTime)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
+@Warmup(iterations = 2, time = 500, timeUnit = TimeUnit.MILLISECONDS)
+@Measurement(iterations = 5, time = 500, timeUnit = TimeUnit.MILLISECONDS)
+@Fork(value = 1, jvmArgs = "--enable-native-access=ALL-UNNAMED")
+@State(Scope.Thread)
+public class MlpForward {
+    static final int LAYERS = 16;
+    static final int PIPELINED = 16;
+
+    @Param({"512"})
+    int width;
+
+    @Param({"1", "32", "256"})
+    int batch;
+
+    @Param({"false", "true"})
+    boolean pdl;
+
+    private Gpu gpu;
+    private ShippedKernels kernels;
+    private final List<DeviceBuffer> buffers = new ArrayList<>();
+    private Mlp mlp;
+    private DeviceBuffer x;
+    private DeviceBuffer y;
+    private CudaGraph graph;
+    private GraphExec exec;
+
+    @Setup(Level.Trial)
+    public void setUp() {
+        gpu = new Gpu();
+        kernels = ShippedKernels.load(gpu.device);
+        SplittableRandom random = new SplittableRandom(42);
+        List<Linear> layers = new ArrayList<>();
+        double heBound = Math.sqrt(6.0 / width);
+        for (int l = 0; l < LAYERS; l++) {
+            Linear layer = new Linear(kernels, random(width * width, heBound, random), random(width, 0.1, random),
+                    width, width);
+            layers.add(pdl ? layer.withProgrammaticDependentLaunch() : layer);
+        }
+        mlp = new Mlp(kernels, layers, batch);
+        x = random(batch * width, 1.0, random);
+        y = gpu.device.allocateFloats((long) batch * width);
+        try (StreamCapture capture = gpu.stream.beginCapture(CaptureMode.GLOBAL)) {
+            mlp.forward(gpu.stream, batch, x, y, Linear.Mode.FUSED);
+            graph = capture.end();
+        }
+        exec = gpu.ready(graph);
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() {
+        gpu.stream.synchronize();
+        exec.close();
+        graph.close();
+        mlp.close();
+        y.close();
+        buffers.forEach(DeviceBuffer::close);
+        kernels.close();
+        gpu.close();
+    }
+
+    @Benchmark
+    public void eager() {
+        mlp.forward(gpu.stream, batch, x, y, Linear.Mode.FUSED);
+        gpu.stream.synchronize();
+    }
+
+    @Benchmark
+    public void graph() {
+        exec.launch(gpu.stream);
+        gpu.stream.synchronize();
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(PIPELINED)
+    public void graphPipelined() {
+        for (int i = 0; i < PIPELINED; i++) {
+            exec.launch(gpu.stream);
+        }
+        gpu.stream.synchronize();
+    }
+
+    private DeviceBuffer random(int length, double bound, SplittableRandom random) {
+        float[] values = new float[length];
+        for (int i = 0; i < length; i++) {
+            values[i] = (float) ((random.nextDouble() * 2 - 1) * bound);
+        }
+        DeviceBuffer buffer = gpu.device.allocateFloats(length);
+        buffer.copyFrom(values);
+        buffers.add(buffer);
+        return buffer;
+    }
+}
