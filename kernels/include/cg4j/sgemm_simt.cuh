@@ -21,7 +21,7 @@ using SimtSgemm = gemm::kernel::Gemm<
 /// The same composition with the K loop split over gridDim.z (gemm/kernel/gemm_split_k.cuh).
 template <typename ThreadblockShape, typename WarpShape, typename ThreadShape_, typename LayoutB, int AlignmentB,
           int Stages, typename OutputOp, int PaddingBn = 4,
-          typename Swizzle = gemm::threadblock::GemmIdentityThreadblockSwizzle>
+          typename Swizzle = gemm::threadblock::GemmIdentityThreadblockSwizzle, int ReductionBatch = 0>
 using SimtSgemmSplitK = gemm::kernel::GemmSplitK<
     gemm::threadblock::MmaMultistageSimt<ThreadblockShape, WarpShape, ThreadShape_, LayoutB, AlignmentB, Stages,
                                          PaddingBn>,
@@ -33,7 +33,7 @@ using SimtSgemmSplitK = gemm::kernel::GemmSplitK<
         gemm::threadblock::MmaMultistageSimt<ThreadblockShape, WarpShape, ThreadShape_, LayoutB, AlignmentB,
                                              Stages, PaddingBn>,
         epilogue::thread::Identity>,
-    Swizzle>;
+    Swizzle, ReductionBatch>;
 
 }  // namespace cg4j
 

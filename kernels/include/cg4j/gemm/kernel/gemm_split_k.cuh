@@ -42,7 +42,12 @@ class Identity {
 namespace gemm {
 namespace kernel {
 
-template <typename Mma_, typename Epilogue_, typename PartialEpilogue_, typename ThreadblockSwizzle_>
+/// ReductionBatch: 0 sums each element's partials one dependent load at a time (the shipped
+/// kernels); B > 0 gives each thread its elements at once and loads B slices of all of them before
+/// adding, so the reduction waits on L2 about slices / B times instead of elements x slices times
+/// (a tuning variant the harness measures; kernels/PERFORMANCE.md). Both add in slice order.
+template <typename Mma_, typename Epilogue_, typename PartialEpilogue_, typename ThreadblockSwizzle_,
+          int ReductionBatch = 0>
 struct GemmSplitK {
   using Mma = Mma_;
   using Epilogue = Epilogue_;                // writes D = op(accumulator) when there is one slice
@@ -125,23 +130,74 @@ struct GemmSplitK {
     __threadfence();
 
     OutputOp output_op(params);
-    const bool source_needed = output_op.is_source_needed();
-    for (int idx = threadIdx.x; idx < Shape::kM * Shape::kN; idx += kThreads) {
-      const int m = m0 + idx / Shape::kN;
-      const int n = n0 + idx % Shape::kN;
-      if (m < M && n < N) {
-        const float *p = workspace + (long long)m * N + n;
-        // L2 only: other blocks wrote these, and L1 is not coherent with them.
-        float sum = __ldcg(p);
-        for (int s = 1; s < slices; ++s) sum += __ldcg(p + s * slice_stride);
-        D[(long long)m * ldd + n] = source_needed ? output_op(sum, C[(long long)m * ldc + n], n) : output_op(sum, n);
+    if (ReductionBatch == 0) {
+      const bool source_needed = output_op.is_source_needed();
+      for (int idx = threadIdx.x; idx < Shape::kM * Shape::kN; idx += kThreads) {
+        const int m = m0 + idx / Shape::kN;
+        const int n = n0 + idx % Shape::kN;
+        if (m < M && n < N) {
+          const float *p = workspace + (long long)m * N + n;
+          // L2 only: other blocks wrote these, and L1 is not coherent with them.
+          float sum = __ldcg(p);
+          for (int s = 1; s < slices; ++s) sum += __ldcg(p + s * slice_stride);
+          D[(long long)m * ldd + n] = source_needed ? output_op(sum, C[(long long)m * ldc + n], n) : output_op(sum, n);
+        }
       }
+    } else {
+      reduce_batched(M, N, output_op, D, ldd, C, ldc, workspace, slices, m0, n0);
     }
     if (threadIdx.x == 0) *ticket = 0;
     arch::allow_dependent_launch();
   }
 
  private:
+  /// The ReductionBatch > 0 reduction: each thread owns one column of the tile and every
+  /// kRowStep-th row (kElements elements); ReductionBatch slices of all of them are loaded before
+  /// any is added, then added in slice order.
+  __device__ __forceinline__ static void reduce_batched(int M, int N, OutputOp const &output_op, float *D, int ldd,
+                                                        const float *C, int ldc, const float *workspace, int slices,
+                                                        int m0, int n0) {
+    constexpr int kBatch = ReductionBatch > 0 ? ReductionBatch : 1;
+    static_assert(kThreads % Shape::kN == 0, "whole rows per pass of the threads");
+    constexpr int kRowStep = kThreads / Shape::kN;
+    constexpr int kElements = Shape::kM / kRowStep;
+    const int row0 = threadIdx.x / Shape::kN;
+    const int n = n0 + threadIdx.x % Shape::kN;
+    if (n >= N) return;
+    // Rows of this thread inside M: e < rows.
+    const int rows = min(kElements, (M - m0 - row0 + kRowStep - 1) / kRowStep);
+    const long long slice_stride = (long long)M * N;
+    const float *base = workspace + (long long)(m0 + row0) * N + n;
+    float sum[kElements];
+#pragma unroll
+    for (int e = 0; e < kElements; ++e) sum[e] = e < rows ? __ldcg(base + e * kRowStep * N) : 0.0f;
+    for (int s = 1; s < slices; s += kBatch) {
+      float part[kBatch][kElements];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+#pragma unroll
+        for (int e = 0; e < kElements; ++e) {
+          part[b][e] = (s + b < slices && e < rows) ? __ldcg(base + (s + b) * slice_stride + e * kRowStep * N) : 0.0f;
+        }
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        if (s + b < slices) {
+#pragma unroll
+          for (int e = 0; e < kElements; ++e) sum[e] += part[b][e];
+        }
+      }
+    }
+    const bool source_needed = output_op.is_source_needed();
+#pragma unroll
+    for (int e = 0; e < kElements; ++e) {
+      if (e < rows) {
+        const long long m = m0 + row0 + e * kRowStep;
+        D[m * ldd + n] = source_needed ? output_op(sum[e], C[m * ldc + n], n) : output_op(sum[e], n);
+      }
+    }
+  }
+
   /// L2 prefetch of the first Stages - 1 k-tiles of this block's B columns (or rows, 't').
   __device__ __forceinline__ static void prefetch_weights(int N, int k_size, const float *b, int ldb, int n0) {
     constexpr int kFloatsPerLine = 32;
