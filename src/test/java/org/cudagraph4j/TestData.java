@@ -32,6 +32,18 @@ public final class TestData {
         return CudaLibrary.loadResource(TestData.class, "test_kernels.fatbin");
     }
 
+    /** A device buffer holding {@code values}; the caller closes it. */
+    public static DeviceBuffer upload(CudaDevice device, float[] values) {
+        DeviceBuffer buffer = device.allocateFloats(values.length);
+        try {
+            buffer.copyFrom(values);
+            return buffer;
+        } catch (RuntimeException e) {
+            buffer.close();
+            throw e;
+        }
+    }
+
     /** A float array full of NaN, to poison outputs before a run. */
     public static float[] nans(int length) {
         float[] values = new float[length];

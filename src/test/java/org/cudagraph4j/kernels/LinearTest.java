@@ -113,8 +113,6 @@ class LinearTest {
     }
 
     private static DeviceBuffer upload(float[] values) {
-        DeviceBuffer buffer = device.allocateFloats(values.length);
-        buffer.copyFrom(values);
-        return buffer;
+        return TestData.upload(device, values);
     }
 }

@@ -3,13 +3,28 @@ package org.cudagraph4j.kernels;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.provider.Arguments;
 
 /** Double-precision references and the comparison every kernel test uses. */
 final class Reference {
     static final double TOLERANCE = 1e-5;
 
     private Reference() {}
+
+    /** Each (m, n, k) twice, with B as stored and transposed: arguments (m, n, k, bTransposed). */
+    static Stream<Arguments> withBothLayouts(int[][] shapes) {
+        List<Arguments> arguments = new ArrayList<>();
+        for (int[] s : shapes) {
+            for (boolean transposed : new boolean[] {false, true}) {
+                arguments.add(Arguments.of(s[0], s[1], s[2], transposed));
+            }
+        }
+        return arguments.stream();
+    }
 
     /** alpha * A[m,k] * op(B) + beta * C, in double; op(B) is B [k,n] or, transposed, B [n,k]ᵀ. */
     static double[] gemm(int m, int n, int k, double alpha, float[] a, float[] b, boolean bTransposed, double beta,

@@ -4,9 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.util.ArrayList;
 import java.util.EnumSet;
-import java.util.List;
 import java.util.Set;
 import java.util.stream.Stream;
 import org.cudagraph4j.Cuda;
@@ -47,13 +45,7 @@ class SgemmTest {
         int[][] shapes = {{1, 1, 1}, {7, 7, 7}, {63, 65, 127}, {65, 63, 129}, {127, 129, 65}, {129, 127, 63},
                 {1000, 7, 129}, {1, 1000, 1023}, {1023, 1, 1000}, {1000, 1023, 1}, {1023, 1023, 1023},
                 {2048, 640, 512}};
-        List<Arguments> arguments = new ArrayList<>();
-        for (int[] s : shapes) {
-            for (boolean transposed : new boolean[] {false, true}) {
-                arguments.add(Arguments.of(s[0], s[1], s[2], transposed));
-            }
-        }
-        return arguments.stream();
+        return Reference.withBothLayouts(shapes);
     }
 
     @ParameterizedTest(name = "m={0} n={1} k={2} bTransposed={3}")
@@ -145,8 +137,6 @@ class SgemmTest {
     }
 
     private static DeviceBuffer upload(float[] values) {
-        DeviceBuffer buffer = device.allocateFloats(values.length);
-        buffer.copyFrom(values);
-        return buffer;
+        return TestData.upload(device, values);
     }
 }

@@ -57,13 +57,7 @@ class SplitKTest {
     static Stream<Arguments> shapes() {
         int[][] shapes = {{1, 1, 1}, {1, 512, 512}, {3, 5, 4097}, {8, 1000, 17}, {13, 257, 1031}, {32, 512, 512},
                 {33, 97, 4093}, {64, 129, 300}, {127, 61, 2048}, {256, 1024, 1024}, {2, 4097, 33}};
-        List<Arguments> arguments = new ArrayList<>();
-        for (int[] s : shapes) {
-            for (boolean transposed : new boolean[] {false, true}) {
-                arguments.add(Arguments.of(s[0], s[1], s[2], transposed));
-            }
-        }
-        return arguments.stream();
+        return Reference.withBothLayouts(shapes);
     }
 
     @ParameterizedTest(name = "m={0} n={1} k={2} bTransposed={3}")
@@ -372,8 +366,6 @@ class SplitKTest {
     }
 
     private static DeviceBuffer upload(float[] values) {
-        DeviceBuffer buffer = device.allocateFloats(values.length);
-        buffer.copyFrom(values);
-        return buffer;
+        return TestData.upload(device, values);
     }
 }

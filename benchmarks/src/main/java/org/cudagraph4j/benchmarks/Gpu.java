@@ -1,10 +1,12 @@
 package org.cudagraph4j.benchmarks;
 
+import java.util.SplittableRandom;
 import org.cudagraph4j.Cuda;
 import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaKernel;
 import org.cudagraph4j.CudaLibrary;
 import org.cudagraph4j.CudaStream;
+import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.Dim3;
 import org.cudagraph4j.KernelArguments;
 import org.cudagraph4j.LaunchConfig;
@@ -48,6 +50,17 @@ final class Gpu implements AutoCloseable {
             }
             return capture.end();
         }
+    }
+
+    /** A device buffer of {@code length} floats uniform in [-bound, bound); the caller closes it. */
+    DeviceBuffer uniform(int length, double bound, SplittableRandom random) {
+        float[] values = new float[length];
+        for (int i = 0; i < length; i++) {
+            values[i] = (float) ((random.nextDouble() * 2 - 1) * bound);
+        }
+        DeviceBuffer buffer = device.allocateFloats(length);
+        buffer.copyFrom(values);
+        return buffer;
     }
 
     /** Instantiates {@code graph} and uploads it, so that no timed launch pays for either. */

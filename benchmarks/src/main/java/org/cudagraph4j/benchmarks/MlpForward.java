@@ -120,12 +120,7 @@ public class MlpForward {
     }
 
     private DeviceBuffer random(int length, double bound, SplittableRandom random) {
-        float[] values = new float[length];
-        for (int i = 0; i < length; i++) {
-            values[i] = (float) ((random.nextDouble() * 2 - 1) * bound);
-        }
-        DeviceBuffer buffer = gpu.device.allocateFloats(length);
-        buffer.copyFrom(values);
+        DeviceBuffer buffer = gpu.uniform(length, bound, random);
         buffers.add(buffer);
         return buffer;
     }

@@ -138,12 +138,6 @@ public class SeedLinear {
     }
 
     private DeviceBuffer random(int length, double bound, SplittableRandom random) {
-        float[] values = new float[length];
-        for (int i = 0; i < length; i++) {
-            values[i] = (float) ((random.nextDouble() * 2 - 1) * bound);
-        }
-        DeviceBuffer buffer = gpu.device.allocateFloats(length);
-        buffer.copyFrom(values);
-        return buffer;
+        return gpu.uniform(length, bound, random);
     }
 }
