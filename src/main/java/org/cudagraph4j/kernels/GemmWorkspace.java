@@ -44,8 +44,12 @@ public final class GemmWorkspace implements AutoCloseable {
                     + maxN + ", " + maxSlices);
         }
         long partialFloats = maxSlices == 1 ? 1 : Math.multiplyExact((long) maxSlices, (long) maxM * maxN);
-        long ticketCount = (long) GemmConfig.ceilDiv(maxM, 16) * GemmConfig.ceilDiv(maxN, 32);
-        DeviceBuffer partials = device.allocateFloats(partialFloats);
+        return allocate(device, partialFloats, (long) GemmConfig.ceilDiv(maxM, 16) * GemmConfig.ceilDiv(maxN, 32));
+    }
+
+    /** A zeroed workspace of exactly this many partial floats (at least 1) and tickets. */
+    static GemmWorkspace allocate(CudaDevice device, long partialFloats, long ticketCount) {
+        DeviceBuffer partials = device.allocateFloats(Math.max(1, partialFloats));
         try {
             DeviceBuffer tickets = device.allocate(ElementType.INT32, ticketCount);
             tickets.memset(0);

@@ -18,9 +18,6 @@ import org.cudagraph4j.DeviceBuffer;
  * owned buffers; graphs captured from a forward pass keep them alive.
  */
 public final class Mlp implements AutoCloseable {
-    /** The most slices the owned workspace allows; the tuning table never asks for more on 132 SMs. */
-    private static final int MAX_SLICES = 32;
-
     private final List<Linear> layers;
     private final int maxBatch;
     private final DeviceBuffer ping;
@@ -60,7 +57,8 @@ public final class Mlp implements AutoCloseable {
         try {
             first = kernels.device().allocateFloats(activation);
             second = kernels.device().allocateFloats(activation);
-            this.workspace = GemmWorkspace.allocate(kernels.device(), maxBatch, widest, MAX_SLICES);
+            this.workspace = GemmWorkspace.allocate(kernels.device(), partialFloats(kernels.sgemm(), stack, maxBatch),
+                    (long) GemmConfig.ceilDiv(maxBatch, 16) * GemmConfig.ceilDiv(widest, 32));
         } catch (RuntimeException e) {
             closeAll(first, second);
             throw e;
@@ -68,6 +66,28 @@ public final class Mlp implements AutoCloseable {
         this.ping = first;
         this.pong = second;
         this.layers = stack.stream().map(layer -> layer.withWorkspace(workspace)).toList();
+    }
+
+    /**
+     * The most partial floats any layer's split-K launch asks for at any batch up to
+     * {@code maxBatch}, as {@link Sgemm#choose} would plan it: the workspace is sized to that, not
+     * to the most slices at the largest batch (which the tuning table never pairs).
+     */
+    private static long partialFloats(Sgemm sgemm, List<Linear> layers, int maxBatch) {
+        long most = 1;
+        for (Linear layer : layers) {
+            for (int batch = 1; batch <= maxBatch; batch++) {
+                GemmConfig split = sgemm.tuned(batch, layer.outFeatures(), layer.inFeatures(), true,
+                        GemmConfig.Epilogue.BIAS_RELU);
+                if (split == null) {
+                    break; // above the table's largest batch nothing splits
+                }
+                if (split.slices() > 1) {
+                    most = Math.max(most, (long) split.slices() * batch * layer.outFeatures());
+                }
+            }
+        }
+        return most;
     }
 
     /**

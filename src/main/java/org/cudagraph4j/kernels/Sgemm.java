@@ -257,24 +257,33 @@ public final class Sgemm {
     public GemmConfig choose(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer b,
             GemmWorkspace workspace) {
         checkDimensions(m, n, k);
-        if (workspace != null) {
-            SgemmTuning.Entry tuned = kernels.tuning().nearest(m, n, k);
-            if (tuned != null) {
-                GemmConfig split = kernels.gemmConfigs().stream()
-                        .filter(c -> c.splitK() && c.epilogue() == epilogue && c.bTransposed() == bTransposed)
-                        .filter(c -> c.tileM() == tuned.tileM() && c.tileN() == tuned.tileN())
-                        .findFirst().orElse(null);
-                if (split != null) {
-                    int slices = kernels.tuning().slicesFor(tuned, kernels.multiprocessorCount());
-                    slices = Math.min(slices, split.maxSlices(k));
-                    while (slices > 1 && !workspace.fits(split.withSlices(slices), m, n)) {
-                        slices--;
-                    }
-                    return split.withSlices(slices);
-                }
-            }
+        GemmConfig split = workspace == null ? null : tuned(m, n, k, bTransposed, epilogue);
+        if (split == null) {
+            return chooseUnsplit(m, n, bTransposed, epilogue, b, bTransposed ? k : n);
         }
-        return chooseUnsplit(m, n, bTransposed, epilogue, b, bTransposed ? k : n);
+        int slices = split.slices();
+        while (slices > 1 && !workspace.fits(split.withSlices(slices), m, n)) {
+            slices--;
+        }
+        return split.withSlices(slices);
+    }
+
+    /**
+     * The split-K instance and slice count the tuning table gives a skinny problem, whatever the
+     * workspace; null when the problem is not skinny or no such instance is shipped.
+     */
+    GemmConfig tuned(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue) {
+        SgemmTuning.Entry entry = kernels.tuning().nearest(m, n, k);
+        if (entry == null) {
+            return null;
+        }
+        return kernels.gemmConfigs().stream()
+                .filter(c -> c.splitK() && c.epilogue() == epilogue && c.bTransposed() == bTransposed)
+                .filter(c -> c.tileM() == entry.tileM() && c.tileN() == entry.tileN())
+                .findFirst()
+                .map(c -> c.withSlices(Math.min(kernels.tuning().slicesFor(entry, kernels.multiprocessorCount()),
+                        c.maxSlices(k))))
+                .orElse(null);
     }
 
     private GemmConfig chooseUnsplit(int m, int n, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer b,

@@ -315,6 +315,33 @@ class SplitKTest {
         }
     }
 
+    /** The owned workspace is sized from the tuning table's plans, so every planned split fits. */
+    @Test
+    void anMlpSplitsAsTheTuningTablePlansAtEveryBatch() {
+        int width = 512;
+        try (DeviceBuffer w = device.allocateFloats(width * width); DeviceBuffer bias = device.allocateFloats(width);
+                DeviceBuffer x = device.allocateFloats(256 * width); DeviceBuffer y = device.allocateFloats(256 * width)) {
+            Linear layer = new Linear(kernels, w, bias, width, width);
+            try (Mlp mlp = new Mlp(kernels, List.of(layer, layer), 256)) {
+                for (int batch : new int[] {1, 8, 32, 256}) {
+                    GemmConfig planned = kernels.sgemm().tuned(batch, width, width, true,
+                            GemmConfig.Epilogue.BIAS_RELU);
+                    CudaGraph graph;
+                    try (StreamCapture capture = stream.beginCapture(CaptureMode.THREAD_LOCAL)) {
+                        mlp.forward(stream, batch, x, y, Linear.Mode.FUSED);
+                        graph = capture.end();
+                    }
+                    try (graph) {
+                        for (var node : graph.nodes()) {
+                            assertEquals(planned.grid(batch, width), node.kernelParams().orElseThrow().grid(),
+                                    "batch " + batch + ": " + planned);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     @Test
     void anMlpRefusesLayersThatDoNotChainAndBatchesItCannotHold() {
         try (DeviceBuffer w = device.allocateFloats(64 * 64); DeviceBuffer bias = device.allocateFloats(64)) {
