@@ -1,11 +1,13 @@
 package org.cudagraph4j.graph;
 
+import org.cudagraph4j.CudaEnum;
+
 /**
  * Which CUDA calls a stream capture forbids while it runs ({@code cudaStreamCaptureMode}).
  *
  * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html">cudaStreamBeginCapture</a>
  */
-public enum CaptureMode {
+public enum CaptureMode implements CudaEnum {
     /** Potentially unsafe calls (such as {@code cudaMalloc}) are forbidden on every thread. */
     GLOBAL(0),
     /** Potentially unsafe calls are forbidden only on the capturing thread. */
@@ -24,6 +26,7 @@ public enum CaptureMode {
      *
      * @return the raw value passed to {@code cudaStreamBeginCapture}, 0 to 2
      */
+    @Override
     public int value() {
         return value;
     }

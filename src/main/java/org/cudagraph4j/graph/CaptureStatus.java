@@ -1,7 +1,9 @@
 package org.cudagraph4j.graph;
 
+import org.cudagraph4j.CudaEnum;
+
 /** Whether a stream is capturing ({@code cudaStreamCaptureStatus}). */
-public enum CaptureStatus {
+public enum CaptureStatus implements CudaEnum {
     /** The stream is not capturing. */
     NONE(0),
     /** The stream is capturing, and the capture is still valid. */
@@ -20,6 +22,7 @@ public enum CaptureStatus {
      *
      * @return the raw value, 0 to 2
      */
+    @Override
     public int value() {
         return value;
     }
@@ -32,11 +35,7 @@ public enum CaptureStatus {
      * @throws IllegalArgumentException if {@code value} is not a known status
      */
     public static CaptureStatus fromValue(int value) {
-        for (CaptureStatus status : values()) {
-            if (status.value == value) {
-                return status;
-            }
-        }
-        throw new IllegalArgumentException("unknown cudaStreamCaptureStatus " + value);
+        return CudaEnum.find(CaptureStatus.class, value)
+                .orElseThrow(() -> new IllegalArgumentException("unknown cudaStreamCaptureStatus " + value));
     }
 }

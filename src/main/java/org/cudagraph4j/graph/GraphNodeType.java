@@ -1,7 +1,9 @@
 package org.cudagraph4j.graph;
 
+import org.cudagraph4j.CudaEnum;
+
 /** The kind of a graph node ({@code cudaGraphNodeType}). */
-public enum GraphNodeType {
+public enum GraphNodeType implements CudaEnum {
     /** Launches a kernel on the GPU. */
     KERNEL(0x00),
     /** Copies memory. */
@@ -40,6 +42,7 @@ public enum GraphNodeType {
      *
      * @return the raw value
      */
+    @Override
     public int value() {
         return value;
     }
@@ -52,11 +55,7 @@ public enum GraphNodeType {
      * @throws IllegalArgumentException if {@code value} is not a node type this library knows
      */
     public static GraphNodeType fromValue(int value) {
-        for (GraphNodeType type : values()) {
-            if (type.value == value) {
-                return type;
-            }
-        }
-        throw new IllegalArgumentException("unknown cudaGraphNodeType " + value);
+        return CudaEnum.find(GraphNodeType.class, value)
+                .orElseThrow(() -> new IllegalArgumentException("unknown cudaGraphNodeType " + value));
     }
 }

@@ -1,7 +1,9 @@
 package org.cudagraph4j.graph;
 
+import org.cudagraph4j.CudaEnum;
+
 /** Options for {@link CudaGraph#instantiate} ({@code cudaGraphInstantiateFlags}). */
-public enum InstantiateFlag {
+public enum InstantiateFlag implements CudaEnum {
     /** Free memory that graph allocation nodes left allocated before each relaunch. */
     AUTO_FREE_ON_LAUNCH(1),
     /** Upload the executable graph to the device as part of instantiation (needs an upload stream). */
@@ -22,6 +24,7 @@ public enum InstantiateFlag {
      *
      * @return the flag's bit, to be combined with the others by OR
      */
+    @Override
     public int value() {
         return value;
     }

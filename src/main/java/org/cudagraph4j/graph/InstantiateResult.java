@@ -1,7 +1,9 @@
 package org.cudagraph4j.graph;
 
+import org.cudagraph4j.CudaEnum;
+
 /** Why instantiation failed ({@code cudaGraphInstantiateResult}). */
-public enum InstantiateResult {
+public enum InstantiateResult implements CudaEnum {
     /** Instantiation succeeded. */
     SUCCESS(0, "cudaGraphInstantiateSuccess"),
     /** Failed for an unexpected reason, which the returned error describes; also any unknown value. */
@@ -28,6 +30,7 @@ public enum InstantiateResult {
      *
      * @return the raw value
      */
+    @Override
     public int value() {
         return value;
     }
@@ -48,11 +51,6 @@ public enum InstantiateResult {
      * @return the matching constant, or {@link #ERROR} for a value this library does not know
      */
     public static InstantiateResult fromValue(int value) {
-        for (InstantiateResult result : values()) {
-            if (result.value == value) {
-                return result;
-            }
-        }
-        return ERROR;
+        return CudaEnum.find(InstantiateResult.class, value).orElse(ERROR);
     }
 }

@@ -1,10 +1,12 @@
 package org.cudagraph4j.graph;
 
+import org.cudagraph4j.CudaEnum;
+
 /**
  * Why a whole-graph update was refused ({@code cudaGraphExecUpdateResult}). The CUDA name, e.g.
  * {@code cudaGraphExecUpdateErrorTopologyChanged}, is in {@link #cudaName()}.
  */
-public enum UpdateResult {
+public enum UpdateResult implements CudaEnum {
     /** The update succeeded. */
     SUCCESS(0, "cudaGraphExecUpdateSuccess"),
     /** Failed for an unexpected reason, which the returned error describes; also any unknown value. */
@@ -37,6 +39,7 @@ public enum UpdateResult {
      *
      * @return the raw value
      */
+    @Override
     public int value() {
         return value;
     }
@@ -57,11 +60,6 @@ public enum UpdateResult {
      * @return the matching constant, or {@link #ERROR} for a value this library does not know
      */
     public static UpdateResult fromValue(int value) {
-        for (UpdateResult result : values()) {
-            if (result.value == value) {
-                return result;
-            }
-        }
-        return ERROR;
+        return CudaEnum.find(UpdateResult.class, value).orElse(ERROR);
     }
 }
