@@ -23,7 +23,8 @@ public final class Report {
     private static final int[] LAYERS = {1, 16};
     private static final int[] NODES = {10, 100, 1000};
     private static final String[] CALLS = {"cudaLaunchKernel", "cudaGraphLaunch", "cudaStreamQuery", "cudaGetLastError"};
-    private static final String[] BINDINGS = {"api", "raw", "jni"};
+    /** Roughly how wide one character of a 10-pixel sans-serif label is. */
+    private static final double LABEL_CHAR_WIDTH = 5.6;
 
     /** Median per canonical name, in the native harness's unit for that name (µs or ns). */
     private final Map<String, Double> java = new LinkedHashMap<>();
@@ -328,6 +329,8 @@ public final class Report {
         }
         int groupWidth = (plotRight - plotLeft) / groups.size();
         int barWidth = (groupWidth - 10) / series.size();
+        boolean stagger = groups.stream().anyMatch(label -> label.length() * LABEL_CHAR_WIDTH > groupWidth - 4);
+        int legendY = plotBottom + (stagger ? 35 : 24);
         for (int g = 0; g < groups.size(); g++) {
             int gx = plotLeft + g * groupWidth + 5;
             for (int s = 0; s < series.size(); s++) {
@@ -341,13 +344,15 @@ public final class Report {
                         gx + s * barWidth, top, barWidth - 1, plotBottom - top, colors.get(s), escape(groups.get(g)),
                         escape(series.get(s)), f(v)));
             }
-            svg.append(text(gx + groupWidth / 2 - 5, plotBottom + 14, escape(groups.get(g)), 10, "middle"));
+            // Labels wider than their group would run into each other: every other one goes a line lower.
+            int labelY = plotBottom + 14 + (stagger && g % 2 == 1 ? 11 : 0);
+            svg.append(text(gx + groupWidth / 2 - 5, labelY, escape(groups.get(g)), 10, "middle"));
         }
         for (int s = 0; s < series.size(); s++) {
             int lx = plotLeft + s * ((plotRight - plotLeft) / series.size());
             svg.append(String.format(Locale.ROOT, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>%n",
-                    lx, plotBottom + 24, colors.get(s)));
-            svg.append(text(lx + 14, plotBottom + 33, escape(series.get(s)), 10, "start"));
+                    lx, legendY, colors.get(s)));
+            svg.append(text(lx + 14, legendY + 9, escape(series.get(s)), 10, "start"));
         }
     }
 
