@@ -8,6 +8,7 @@ import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
@@ -218,14 +219,14 @@ public final class Soak {
         List<Sample> samples;
         try (CudaLibrary kernels = TestData.testKernels()) {
             soak = new Soak(options, device, kernels);
-            samples = soak.run();
+            samples = soak.run(started);
         }
         boolean pass = soak.conclude(started, samples, before, Cuda.liveResources());
         System.exit(pass ? 0 : 1);
     }
 
     /** Runs the workers until the deadline, sampling as they go; returns when every worker has closed its stream. */
-    private List<Sample> run() throws InterruptedException {
+    private List<Sample> run(Instant started) throws InterruptedException {
         int platform = options.platformThreads();
         System.out.printf(Locale.ROOT, "soak: %s minutes on %s, %d threads (%d platform, %d virtual)%n",
                 minutes(options.minutes()), device.properties().name(), options.threads(), platform,
@@ -256,6 +257,7 @@ public final class Soak {
                     warm = true;
                     NativeMemory.baseline();
                 }
+                writeProgress(started, samples);
                 System.out.printf(Locale.ROOT, "soak: %4.0f s  %,d ops  %d errors  %d wrong  RSS %s MiB"
                         + "  device used %s MiB  live %d buffers, %d streams, %d graphs, %d execs%n", sample.seconds(),
                         sample.operations(),
@@ -339,23 +341,9 @@ public final class Soak {
     /** Prints the samples and the verdict, writes the report if asked; whether the soak passed. */
     private boolean conclude(Instant started, List<Sample> samples, LiveResources before, LiveResources after) {
         double warmup = warmupSeconds();
-        List<Sample> steady = samples.stream().filter(s -> s.seconds() > warmup).toList();
-        Growth rss = growth(steady, Sample::rssBytes);
-        Growth jvmNative = growth(steady, Sample::jvmNativeBytes);
-        Growth deviceUsed = growth(steady, Sample::deviceUsedBytes);
-        long errorCount = errors.sum();
-        long wrongCount = wrongResults.sum();
         boolean live = after.equals(before);
-        List<String[]> checks = List.of(
-                criterion("errors", Long.toString(errorCount), "0", errorCount == 0),
-                criterion("wrong results", Long.toString(wrongCount), "0", wrongCount == 0),
-                criterion("RSS growth", growthText(rss) + String.format(Locale.ROOT, "; JVM native memory %+.1f MiB",
-                        (jvmNative.to() - jvmNative.from()) / (double) (1 << 20)), "< 1%",
-                        rss.percent() < MAX_GROWTH_PERCENT),
-                criterion("device memory used, growth", growthText(deviceUsed), "< 1%",
-                        deviceUsed.percent() < MAX_GROWTH_PERCENT),
-                criterion("live resources after close", live ? "as at the start" : difference(before, after),
-                        "as at the start", live));
+        List<String[]> checks = checks(samples, criterion("live resources after close",
+                live ? "as at the start" : difference(before, after), "as at the start", live));
         boolean pass = checks.stream().allMatch(c -> c[3].equals("yes"));
         String verdict = pass ? "PASS" : "FAIL";
 
@@ -375,6 +363,45 @@ public final class Soak {
             System.out.println("soak: report written to " + options.report());
         }
         return pass;
+    }
+
+    /**
+     * The verdict's rows for the samples so far: errors, wrong results, RSS and device-memory growth
+     * after warm-up (at least one sample after it is needed), then {@code liveCheck}.
+     */
+    private List<String[]> checks(List<Sample> samples, String[] liveCheck) {
+        double warmup = warmupSeconds();
+        List<Sample> steady = samples.stream().filter(s -> s.seconds() > warmup).toList();
+        Growth rss = growth(steady, Sample::rssBytes);
+        Growth jvmNative = growth(steady, Sample::jvmNativeBytes);
+        Growth deviceUsed = growth(steady, Sample::deviceUsedBytes);
+        long errorCount = errors.sum();
+        long wrongCount = wrongResults.sum();
+        return List.of(
+                criterion("errors", Long.toString(errorCount), "0", errorCount == 0),
+                criterion("wrong results", Long.toString(wrongCount), "0", wrongCount == 0),
+                criterion("RSS growth", growthText(rss) + String.format(Locale.ROOT, "; JVM native memory %+.1f MiB",
+                        (jvmNative.to() - jvmNative.from()) / (double) (1 << 20)), "< 1%",
+                        rss.percent() < MAX_GROWTH_PERCENT),
+                criterion("device memory used, growth", growthText(deviceUsed), "< 1%",
+                        deviceUsed.percent() < MAX_GROWTH_PERCENT),
+                liveCheck);
+    }
+
+    /**
+     * Rewrites the report with the samples so far, so that a run cut short (a session's time limit,
+     * a killed process) still leaves its evidence; the final report replaces it.
+     */
+    private void writeProgress(Instant started, List<Sample> samples) {
+        if (options.report() == null || samples.stream().noneMatch(s -> s.seconds() > warmupSeconds())) {
+            return;
+        }
+        double seconds = samples.getLast().seconds();
+        String verdict = String.format(Locale.ROOT, "INCOMPLETE, %.0f s of %.0f s (rewritten every sample until "
+                + "the end)", seconds, options.nanos() / 1e9);
+        String[] pending = {"live resources after close", "checked at the end", "as at the start", "pending"};
+        writeReport(started, verdict, warmupSeconds(), checks(samples, pending), samples,
+                "Native Memory Tracking's categories are reported at the end.\n");
     }
 
     /** The first fifth of the run, and at least a minute in runs of 5 minutes or more: JIT compilation settles. */
@@ -535,7 +562,11 @@ public final class Soak {
         try {
             Path parent = options.report().toAbsolutePath().getParent();
             Files.createDirectories(parent);
-            Files.writeString(options.report(), md);
+            // Written beside it and moved into place: a run killed mid-write leaves the last whole report.
+            Path partial = parent.resolve(options.report().getFileName() + ".part");
+            Files.writeString(partial, md);
+            Files.move(partial, options.report(), StandardCopyOption.REPLACE_EXISTING,
+                    StandardCopyOption.ATOMIC_MOVE);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write " + options.report(), e);
         }
