@@ -1,5 +1,8 @@
 package org.cudagraph4j.benchmarks;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -23,6 +26,7 @@ public final class Report {
     private static final int[] LAYERS = {1, 16};
     private static final int[] NODES = {10, 100, 1000};
     private static final String[] CALLS = {"cudaLaunchKernel", "cudaGraphLaunch", "cudaStreamQuery", "cudaGetLastError"};
+    private static final ObjectMapper JSON = new ObjectMapper();
     /** Roughly how wide one character of a 10-pixel sans-serif label is. */
     private static final double LABEL_CHAR_WIDTH = 5.6;
 
@@ -56,20 +60,19 @@ public final class Report {
         System.out.print(report.markdown());
     }
 
-    @SuppressWarnings("unchecked")
-    void readJmh(String json) {
-        for (Object entry : (List<Object>) Json.parse(json)) {
-            Map<String, Object> result = (Map<String, Object>) entry;
-            String benchmark = (String) result.get("benchmark");
+    /** JMH's JSON result format: an array of runs, each with its parameters and primary metric. */
+    void readJmh(String json) throws JsonProcessingException {
+        for (JsonNode result : JSON.readTree(json)) {
+            String benchmark = result.get("benchmark").asText();
             String method = benchmark.substring(benchmark.lastIndexOf('.') + 1);
             String type = benchmark.substring(0, benchmark.lastIndexOf('.'));
             type = type.substring(type.lastIndexOf('.') + 1);
-            Map<String, Object> params = (Map<String, Object>) result.getOrDefault("params", Map.of());
-            Map<String, Object> metric = (Map<String, Object>) result.get("primaryMetric");
-            Map<String, Object> percentiles = (Map<String, Object>) metric.get("scorePercentiles");
-            double median = percentiles != null && percentiles.get("50.0") != null
-                    ? (Double) percentiles.get("50.0") : (Double) metric.get("score");
-            String unit = (String) metric.get("scoreUnit");
+            Map<String, Object> params = new LinkedHashMap<>();
+            result.path("params").properties().forEach(p -> params.put(p.getKey(), p.getValue().asText()));
+            JsonNode metric = result.get("primaryMetric");
+            JsonNode p50 = metric.path("scorePercentiles").path("50.0");
+            double median = p50.isNumber() ? p50.asDouble() : metric.get("score").asDouble();
+            String unit = metric.get("scoreUnit").asText();
             String key = canonicalName(type, method, params);
             if (key != null) {
                 java.put(key, inUnit(median, unit, key));
@@ -77,14 +80,13 @@ public final class Report {
         }
     }
 
-    @SuppressWarnings("unchecked")
-    void readNative(String json) {
-        Map<String, Object> root = (Map<String, Object>) Json.parse(json);
-        device = (String) root.getOrDefault("device", device);
-        driver = root.getOrDefault("driver_release", "") + " (CUDA " + root.getOrDefault("runtime", "?") + ")";
-        for (Object entry : (List<Object>) root.get("benchmarks")) {
-            Map<String, Object> result = (Map<String, Object>) entry;
-            nativeResults.put((String) result.get("name"), (Double) result.get("median"));
+    /** The native harness's JSON: the device, the driver and runtime, and a median per benchmark. */
+    void readNative(String json) throws JsonProcessingException {
+        JsonNode root = JSON.readTree(json);
+        device = root.path("device").asText(device);
+        driver = root.path("driver_release").asText("") + " (CUDA " + root.path("runtime").asText("?") + ")";
+        for (JsonNode result : root.get("benchmarks")) {
+            nativeResults.put(result.get("name").asText(), result.get("median").asDouble());
         }
     }
 
