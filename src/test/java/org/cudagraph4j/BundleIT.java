@@ -41,7 +41,11 @@ class BundleIT {
                 "cudagraph4j-gpu-bundle/benchmarks/benchmarks.jar",
                 "cudagraph4j-gpu-bundle/benchmarks/native/launch_overhead.cu",
                 "cudagraph4j-gpu-bundle/benchmarks/native/build.sh",
-                "cudagraph4j-gpu-bundle/benchmarks/kernels/cg4j_kernels.sm_90.cubin")) {
+                "cudagraph4j-gpu-bundle/benchmarks/kernels/cg4j_kernels.sm_90.cubin",
+                "cudagraph4j-gpu-bundle/benchmarks/kernels/manifest.properties",
+                "cudagraph4j-gpu-bundle/benchmarks/native/skinny_test.cu",
+                "cudagraph4j-gpu-bundle/benchmarks/native/include/cg4j/sgemm_simt.cuh",
+                "cudagraph4j-gpu-bundle/benchmarks/native/mlp_torch.py")) {
             assertTrue(entries.contains(expected), "missing " + expected);
         }
         for (String jar : List.of("lib/cudagraph4j-", "lib/junit-platform-console-standalone-")) {
@@ -58,7 +62,7 @@ class BundleIT {
 
         List<String> names = modules.stream().map(m -> m.split("@")[0]).sorted().toList();
         assertEquals(List.of("java.base", "java.logging", "java.management", "java.scripting", "java.xml",
-                "jdk.management", "jdk.unsupported", "jdk.zipfs"), names);
+                "jdk.jfr", "jdk.management", "jdk.management.jfr", "jdk.unsupported", "jdk.zipfs"), names);
     }
 
     @Test
