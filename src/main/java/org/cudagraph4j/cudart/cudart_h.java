@@ -86,6 +86,15 @@ public class cudart_h extends cudart_h$shared {
     public static int cudaEventDisableTiming() {
         return cudaEventDisableTiming;
     }
+    private static final int cudaGraphKernelNodePortProgrammatic = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * #define cudaGraphKernelNodePortProgrammatic 1
+     * }
+     */
+    public static int cudaGraphKernelNodePortProgrammatic() {
+        return cudaGraphKernelNodePortProgrammatic;
+    }
     private static final int cudaSuccess = (int)0L;
     /**
      * {@snippet lang=c :

@@ -109,6 +109,42 @@ public final class CudaGraph implements AutoCloseable {
     }
 
     /**
+     * Makes kernel node {@code to} depend on kernel node {@code from} through a programmatic edge,
+     * as a launch with {@link org.cudagraph4j.LaunchConfig#withProgrammaticDependentLaunch()
+     * programmatic dependent launch} does in a capture: {@code to} may start once every block of
+     * {@code from} has allowed it or exited, so its kernel must wait on the device
+     * ({@code griddepcontrol.wait}) before it touches what {@code from} writes or reads. Every kernel
+     * shipped in {@code org.cudagraph4j.kernels} does. Add {@code to} without {@code from} among its
+     * dependencies, then call this.
+     *
+     * @param from the kernel node that runs first
+     * @param to the kernel node that waits for it on the device
+     * @return the new edge, with {@link GraphEdge#programmatic()} true
+     * @throws IllegalArgumentException if a node belongs to another graph, is not a kernel node, both are the same
+     *     node, or {@code to} already depends on {@code from}
+     * @throws IllegalStateException if this graph is closed
+     */
+    public GraphEdge addProgrammaticDependency(GraphNode from, GraphNode to) {
+        Objects.requireNonNull(from, "from");
+        Objects.requireNonNull(to, "to");
+        handles(from, to);
+        if (from.equals(to)) {
+            throw new IllegalArgumentException("a programmatic dependency needs two nodes, got " + from + " twice");
+        }
+        for (GraphNode node : List.of(from, to)) {
+            if (node.type() != GraphNodeType.KERNEL) {
+                throw new IllegalArgumentException("a programmatic dependency joins kernel nodes, but " + node + " is a "
+                        + node.type() + " node");
+            }
+        }
+        if (to.dependencies().contains(from)) {
+            throw new IllegalArgumentException(to + " already depends on " + from);
+        }
+        Graphs.addProgrammaticDependency(handle(), from.handle(), to.handle());
+        return new GraphEdge(from, to, true);
+    }
+
+    /**
      * Adds a copy of all of {@code source} into {@code destination}.
      *
      * @param destination the buffer written; as many bytes as {@code source}
@@ -218,7 +254,7 @@ public final class CudaGraph implements AutoCloseable {
     public List<GraphEdge> edges() {
         List<GraphEdge> edges = new ArrayList<>();
         for (Graphs.Edge edge : Graphs.edges(handle())) {
-            edges.add(new GraphEdge(node(edge.from()), node(edge.to())));
+            edges.add(new GraphEdge(node(edge.from()), node(edge.to()), edge.programmatic()));
         }
         return List.copyOf(edges);
     }

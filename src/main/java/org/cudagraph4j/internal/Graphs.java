@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.cudagraph4j.CudaException;
 import org.cudagraph4j.cudart.cudaExtent;
+import org.cudagraph4j.cudart.cudaGraphEdgeData;
 import org.cudagraph4j.cudart.cudaGraphExecUpdateResultInfo;
 import org.cudagraph4j.cudart.cudaGraphInstantiateParams;
 import org.cudagraph4j.cudart.cudaKernelNodeParams;
@@ -81,9 +82,12 @@ public final class Graphs {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment status = arena.allocate(JAVA_INT);
             MemorySegment dependencies = arena.allocate(ADDRESS);
+            // Asked for but unused: without it the query fails (cudaErrorLossyQuery) when the
+            // dependencies carry non-default edge data.
+            MemorySegment edgeData = arena.allocate(ADDRESS);
             MemorySegment count = arena.allocate(JAVA_LONG);
             Status.check(cudaStreamGetCaptureInfo(stream, status, MemorySegment.NULL, MemorySegment.NULL, dependencies,
-                    MemorySegment.NULL, count), "cudaStreamGetCaptureInfo");
+                    edgeData, count), "cudaStreamGetCaptureInfo");
             long n = count.get(JAVA_LONG, 0);
             if (n == 0) {
                 return List.of();
@@ -177,9 +181,20 @@ public final class Graphs {
         }
     }
 
-    /** A dependency: {@code to} runs after {@code from}. */
-    public record Edge(MemorySegment from, MemorySegment to) {}
+    /**
+     * A dependency: {@code to} runs after {@code from}.
+     *
+     * @param from the node that runs first
+     * @param to the node that depends on it
+     * @param programmatic whether the edge is programmatic ({@code cudaGraphDependencyTypeProgrammatic}):
+     *     {@code to} may start before {@code from} completes, and waits for it on the device
+     */
+    public record Edge(MemorySegment from, MemorySegment to, boolean programmatic) {}
 
+    /**
+     * Every edge with its type. The edge data is always asked for: without it, the query fails
+     * ({@code cudaErrorLossyQuery}) on a graph with a programmatic edge, as a PDL capture makes.
+     */
     public static List<Edge> edges(MemorySegment graph) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment count = arena.allocate(JAVA_LONG);
@@ -191,12 +206,29 @@ public final class Graphs {
             }
             MemorySegment from = arena.allocate(ADDRESS, n);
             MemorySegment to = arena.allocate(ADDRESS, n);
-            Status.check(cudaGraphGetEdges(graph, from, to, MemorySegment.NULL, count), "cudaGraphGetEdges");
+            MemorySegment data = cudaGraphEdgeData.allocateArray(n, arena);
+            Status.check(cudaGraphGetEdges(graph, from, to, data, count), "cudaGraphGetEdges");
             List<Edge> edges = new ArrayList<>();
             for (long i = 0; i < count.get(JAVA_LONG, 0); i++) {
-                edges.add(new Edge(from.getAtIndex(ADDRESS, i), to.getAtIndex(ADDRESS, i)));
+                boolean programmatic = cudaGraphEdgeData.type(cudaGraphEdgeData.asSlice(data, i))
+                        == cudaGraphDependencyTypeProgrammatic();
+                edges.add(new Edge(from.getAtIndex(ADDRESS, i), to.getAtIndex(ADDRESS, i), programmatic));
             }
             return edges;
+        }
+    }
+
+    /**
+     * Adds a programmatic edge from kernel node {@code from}'s programmatic port to kernel node
+     * {@code to} ({@code cudaGraphDependencyTypeProgrammatic}, {@code cudaGraphKernelNodePortProgrammatic}).
+     */
+    public static void addProgrammaticDependency(MemorySegment graph, MemorySegment from, MemorySegment to) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment data = cudaGraphEdgeData.allocate(arena); // zeroed: to_port default, reserved 0
+            cudaGraphEdgeData.type(data, (byte) cudaGraphDependencyTypeProgrammatic());
+            cudaGraphEdgeData.from_port(data, (byte) cudaGraphKernelNodePortProgrammatic());
+            Status.check(cudaGraphAddDependencies(graph, arena.allocateFrom(ADDRESS, from),
+                    arena.allocateFrom(ADDRESS, to), data, 1), "cudaGraphAddDependencies");
         }
     }
 

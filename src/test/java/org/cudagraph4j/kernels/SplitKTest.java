@@ -342,6 +342,93 @@ class SplitKTest {
         }
     }
 
+    /** A PDL capture records programmatic edges; introspection reads them instead of failing on a lossy query. */
+    @Test
+    void aCaptureWithProgrammaticDependentLaunchHasProgrammaticEdgesThatIntrospectionShows() {
+        int width = 512;
+        try (DeviceBuffer w = upload(scale(TestData.randomFloats(width * width, 1), 0.04f));
+                DeviceBuffer bias = upload(TestData.randomFloats(width, 2));
+                DeviceBuffer x = upload(TestData.randomFloats(8 * width, 3)); DeviceBuffer y = device.allocateFloats(8 * width);
+                Mlp mlp = new Mlp(kernels, List.of(new Linear(kernels, w, bias, width, width)
+                        .withProgrammaticDependentLaunch(), new Linear(kernels, w, bias, width, width)
+                        .withProgrammaticDependentLaunch(), new Linear(kernels, w, bias, width, width)
+                        .withProgrammaticDependentLaunch()), 8)) {
+            CudaGraph graph;
+            try (StreamCapture capture = stream.beginCapture(CaptureMode.THREAD_LOCAL)) {
+                mlp.forward(stream, 8, x, y, Linear.Mode.FUSED);
+                graph = capture.end();
+            }
+            try (graph) {
+                List<org.cudagraph4j.graph.GraphEdge> edges = graph.edges();
+                assertEquals(2, edges.size(), edges.toString());
+                assertTrue(edges.stream().allMatch(org.cudagraph4j.graph.GraphEdge::programmatic), edges.toString());
+                assertEquals(3, graph.topologicalOrder().size());
+                assertTrue(graph.toDot().contains("NODE 2: KERNEL"), graph.toDot());
+                assertEquals(List.of(graph.nodes().get(0)), graph.nodes().get(1).dependencies());
+            }
+        }
+    }
+
+    /** Two layers joined by a programmatic edge built by hand give the bits of the same layers in order. */
+    @Test
+    void anExplicitProgrammaticEdgeGivesTheSameBitsAsAnOrdinaryOne() {
+        int width = 512;
+        int batch = 8;
+        long seed = TestData.newSeed();
+        GemmConfig config = splitConfigs().stream()
+                .filter(c -> c.bTransposed() && c.epilogue() == GemmConfig.Epilogue.BIAS_RELU && c.tileM() == 16)
+                .findFirst().orElseThrow().withSlices(8);
+        try (DeviceBuffer w = upload(scale(TestData.randomFloats(width * width, seed), 0.04f));
+                DeviceBuffer bias = upload(TestData.randomFloats(width, seed + 1));
+                DeviceBuffer x = upload(TestData.randomFloats(batch * width, seed + 2));
+                DeviceBuffer h = device.allocateFloats(batch * width); DeviceBuffer y = device.allocateFloats(batch * width);
+                GemmWorkspace workspace = GemmWorkspace.allocate(device, batch, width, 8)) {
+            kernels.sgemm().multiply(stream, config, batch, width, width, 1f, x, w, 0f, h, bias, workspace);
+            kernels.sgemm().multiply(stream, config, batch, width, width, 1f, h, w, 0f, y, bias, workspace);
+            stream.synchronize();
+            int[] expected = bits(y.toFloatArray());
+
+            org.cudagraph4j.CudaKernel kernel = kernels.library().kernel(config.kernelName());
+            org.cudagraph4j.Dim3 block = org.cudagraph4j.Dim3.of(config.threads());
+            try (CudaGraph graph = CudaGraph.create()) {
+                var first = graph.addKernel(org.cudagraph4j.graph.KernelNodeParams.of(kernel, config.grid(batch, width),
+                        block, config.sharedMemBytes(), batch, width, width, x, width, w, width, bias, h, width,
+                        workspace.partials(), workspace.tickets()));
+                var second = graph.addKernel(org.cudagraph4j.graph.KernelNodeParams.of(kernel,
+                        config.grid(batch, width), block, config.sharedMemBytes(), batch, width, width, h, width, w,
+                        width, bias, y, width, workspace.partials(), workspace.tickets()));
+                var edge = graph.addProgrammaticDependency(first, second);
+                assertTrue(edge.programmatic());
+                assertEquals(List.of(edge), graph.edges());
+                IllegalArgumentException twice = assertThrows(IllegalArgumentException.class,
+                        () -> graph.addProgrammaticDependency(first, second));
+                assertTrue(twice.getMessage().contains("already depends on"), twice.getMessage());
+                var memset = graph.addMemset(h, 0);
+                IllegalArgumentException notKernel = assertThrows(IllegalArgumentException.class,
+                        () -> graph.addProgrammaticDependency(memset, second));
+                assertTrue(notKernel.getMessage().contains("is a MEMSET node"), notKernel.getMessage());
+            }
+            try (CudaGraph graph = CudaGraph.create()) {
+                var first = graph.addKernel(org.cudagraph4j.graph.KernelNodeParams.of(kernel, config.grid(batch, width),
+                        block, config.sharedMemBytes(), batch, width, width, x, width, w, width, bias, h, width,
+                        workspace.partials(), workspace.tickets()));
+                var second = graph.addKernel(org.cudagraph4j.graph.KernelNodeParams.of(kernel,
+                        config.grid(batch, width), block, config.sharedMemBytes(), batch, width, width, h, width, w,
+                        width, bias, y, width, workspace.partials(), workspace.tickets()));
+                graph.addProgrammaticDependency(first, second);
+                try (GraphExec exec = graph.instantiate()) {
+                    for (int replay = 0; replay < 10; replay++) {
+                        y.memset(0xFF);
+                        exec.launch(stream);
+                        stream.synchronize();
+                        assertArrayEquals(expected, bits(y.toFloatArray()), "replay " + replay + " "
+                                + TestData.seedDescription(seed));
+                    }
+                }
+            }
+        }
+    }
+
     @Test
     void anMlpRefusesLayersThatDoNotChainAndBatchesItCannotHold() {
         try (DeviceBuffer w = device.allocateFloats(64 * 64); DeviceBuffer bias = device.allocateFloats(64)) {
