@@ -17,6 +17,8 @@
  *   <li>{@link org.cudagraph4j.graph}: capture, construction, instantiation, launch, update,
  *       introspection and drawing of CUDA Graphs.</li>
  *   <li>{@link org.cudagraph4j.kernels}: the sgemm and bias+ReLU kernels shipped in the jar.</li>
+ *   <li>{@link org.cudagraph4j.serving}: bucketed graphs, dynamic batching and lanes for inference
+ *       servers.</li>
  * </ol>
  * No raw handle appears in the public API except through an explicit {@code handle()}, for interop
  * with other CUDA libraries.
@@ -41,4 +43,5 @@ module org.cudagraph4j {
     exports org.cudagraph4j;
     exports org.cudagraph4j.graph;
     exports org.cudagraph4j.kernels;
+    exports org.cudagraph4j.serving;
 }

@@ -1,0 +1,143 @@
+package org.cudagraph4j.serving;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.cudagraph4j.Cuda;
+import org.cudagraph4j.CudaDevice;
+import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.GpuTest;
+import org.cudagraph4j.TestData;
+import org.cudagraph4j.kernels.Linear;
+import org.cudagraph4j.kernels.Mlp;
+import org.cudagraph4j.kernels.ShippedKernels;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/** The engine on the GPU: a two-layer MLP served to many threads, each answer checked against float64. */
+@GpuTest
+class InferenceEngineGpuTest {
+    private static final int WIDTH = 64;
+    private static final BucketLadder LADDER = BucketLadder.of(1, 2, 4, 8, 16, 32, 64);
+    private static CudaDevice device;
+    private static ShippedKernels kernels;
+    private static float[][] weights;
+    private static float[][] biases;
+    private static List<DeviceBuffer> buffers;
+
+    @BeforeAll
+    static void load() {
+        device = Cuda.device(0);
+        kernels = ShippedKernels.load(device);
+        long seed = TestData.newSeed();
+        weights = new float[2][];
+        biases = new float[2][];
+        buffers = new ArrayList<>();
+        for (int l = 0; l < 2; l++) {
+            weights[l] = TestData.randomFloats(WIDTH * WIDTH, seed + 2 * l);
+            for (int i = 0; i < weights[l].length; i++) {
+                weights[l][i] /= 8; // keeps activations near 1 through the layers
+            }
+            biases[l] = TestData.randomFloats(WIDTH, seed + 2 * l + 1);
+            buffers.add(TestData.upload(device, weights[l]));
+            buffers.add(TestData.upload(device, biases[l]));
+        }
+    }
+
+    @AfterAll
+    static void close() {
+        buffers.forEach(DeviceBuffer::close);
+        kernels.close();
+    }
+
+    private static LaneModel laneModel() {
+        List<Linear> layers = List.of(new Linear(kernels, buffers.get(0), buffers.get(1), WIDTH, WIDTH),
+                new Linear(kernels, buffers.get(2), buffers.get(3), WIDTH, WIDTH));
+        return LaneModel.of(new Mlp(kernels, layers, LADDER.largest()), Linear.Mode.FUSED);
+    }
+
+    /** relu(relu(x W0ᵀ + b0) W1ᵀ + b1) in double, row by row. */
+    private static double[] reference(float[] rows) {
+        double[] current = new double[rows.length];
+        for (int i = 0; i < rows.length; i++) {
+            current[i] = rows[i];
+        }
+        for (int l = 0; l < 2; l++) {
+            double[] next = new double[current.length];
+            for (int r = 0; r < rows.length / WIDTH; r++) {
+                for (int o = 0; o < WIDTH; o++) {
+                    double sum = biases[l][o];
+                    for (int i = 0; i < WIDTH; i++) {
+                        sum += current[r * WIDTH + i] * weights[l][o * WIDTH + i];
+                    }
+                    next[r * WIDTH + o] = Math.max(sum, 0);
+                }
+            }
+            current = next;
+        }
+        return current;
+    }
+
+    @ParameterizedTest
+    @EnumSource(CapturePolicy.class)
+    void manyThreadsGetTheirOwnRowsRightAcrossTheSwitchToGraphs(CapturePolicy policy) throws Exception {
+        ServingOptions options = ServingOptions.defaults().withLadder(LADDER).withCapturePolicy(policy)
+                .withMaxWait(Duration.ofNanos(100_000)).withLanes(2);
+        try (InferenceEngine engine = InferenceEngine.start(device, WIDTH, WIDTH, InferenceEngineGpuTest::laneModel,
+                options)) {
+            if (policy == CapturePolicy.EAGER) {
+                assertEquals(2 * LADDER.sizes().size(), engine.captureReports().size());
+            }
+            List<Thread> threads = new ArrayList<>();
+            List<String> wrong = java.util.Collections.synchronizedList(new ArrayList<>());
+            for (int t = 0; t < 16; t++) {
+                int thread = t;
+                threads.add(Thread.ofVirtual().start(() -> {
+                    SplittableRandom random = new SplittableRandom(thread);
+                    List<float[]> inputs = new ArrayList<>();
+                    List<CompletableFuture<float[]>> futures = new ArrayList<>();
+                    for (int r = 0; r < 40; r++) {
+                        float[] input = TestData.randomFloats(random.nextInt(1, 151) * WIDTH, random.nextLong());
+                        inputs.add(input);
+                        futures.add(engine.submit(input));
+                    }
+                    for (int r = 0; r < inputs.size(); r++) {
+                        try {
+                            float[] answer = futures.get(r).get(60, TimeUnit.SECONDS);
+                            double[] expected = reference(inputs.get(r));
+                            double error = 0;
+                            double norm = 0;
+                            for (int i = 0; i < expected.length; i++) {
+                                error += (answer[i] - expected[i]) * (answer[i] - expected[i]);
+                                norm += expected[i] * expected[i];
+                            }
+                            if (!(Math.sqrt(error / Math.max(norm, 1e-30)) < 1e-5)) {
+                                wrong.add("thread " + thread + " request " + r + ": relative error "
+                                        + Math.sqrt(error / norm));
+                            }
+                        } catch (Exception e) {
+                            wrong.add("thread " + thread + " request " + r + ": " + e);
+                        }
+                    }
+                }));
+            }
+            for (Thread thread : threads) {
+                thread.join();
+            }
+            assertTrue(wrong.isEmpty(), () -> wrong.size() + " wrong, first: " + wrong.getFirst());
+            EngineMetrics metrics = engine.metrics();
+            assertEquals(16 * 40, metrics.completed());
+            if (policy == CapturePolicy.EAGER) {
+                assertEquals(metrics.batches(), metrics.graphLaunches(), metrics.toString());
+            }
+        }
+    }
+}

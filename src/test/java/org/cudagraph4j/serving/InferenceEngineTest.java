@@ -1,0 +1,278 @@
+package org.cudagraph4j.serving;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.cudagraph4j.CudaException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The engine's batching, limits and failures, on lanes without a GPU ({@link FakeLane}). */
+@Timeout(60)
+class InferenceEngineTest {
+    private static final BucketLadder LADDER = BucketLadder.of(1, 2, 4, 8, 16, 32, 64);
+
+    private static ServingOptions options() {
+        return ServingOptions.defaults().withLadder(LADDER).withCapturePolicy(CapturePolicy.EAGER)
+                .withMaxWait(Duration.ofNanos(100_000)).withLanes(3).withQueueCapacity(100_000);
+    }
+
+    private static List<FakeLane> lanes(int count) {
+        List<FakeLane> lanes = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            FakeLane lane = new FakeLane(LADDER.sizes());
+            while (lane.captureNext()) {
+                // eager: every bucket has its graph
+            }
+            lanes.add(lane);
+        }
+        return lanes;
+    }
+
+    /** Rows no other request has: every value encodes the request and the row. */
+    private static float[] rows(int request, int count) {
+        float[] rows = new float[count * FakeLane.IN];
+        for (int i = 0; i < rows.length; i++) {
+            rows[i] = request * 1000f + i * 0.25f;
+        }
+        return rows;
+    }
+
+    private static Throwable failureOf(CompletableFuture<?> future) {
+        ExecutionException e = assertThrows(ExecutionException.class, () -> future.get(20, TimeUnit.SECONDS));
+        return e.getCause();
+    }
+
+    @Test
+    void manyThreadsOfRandomSizesEachGetExactlyTheirOwnRows() throws Exception {
+        List<FakeLane> lanes = lanes(3);
+        lanes.forEach(lane -> lane.delayNanos = 20_000);
+        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes, options())) {
+            int threads = 64;
+            int perThread = 100;
+            List<Thread> workers = new ArrayList<>();
+            List<Throwable> problems = java.util.Collections.synchronizedList(new ArrayList<>());
+            java.util.concurrent.atomic.AtomicLong rows = new java.util.concurrent.atomic.AtomicLong();
+            java.util.concurrent.atomic.AtomicLong pieces = new java.util.concurrent.atomic.AtomicLong();
+            for (int t = 0; t < threads; t++) {
+                int thread = t;
+                Runnable work = () -> {
+                    SplittableRandom random = new SplittableRandom(thread);
+                    List<CompletableFuture<float[]>> futures = new ArrayList<>();
+                    List<float[]> inputs = new ArrayList<>();
+                    for (int r = 0; r < perThread; r++) {
+                        float[] input = rows(thread * perThread + r, random.nextInt(1, 301));
+                        rows.addAndGet(input.length / FakeLane.IN);
+                        pieces.addAndGet(LADDER.pieces(input.length / FakeLane.IN).size());
+                        inputs.add(input);
+                        futures.add(engine.submit(input));
+                    }
+                    for (int r = 0; r < perThread; r++) {
+                        try {
+                            assertArrayEquals(FakeLane.expected(inputs.get(r)), futures.get(r).get(30, TimeUnit.SECONDS),
+                                    "thread " + thread + " request " + r);
+                        } catch (Throwable e) {
+                            problems.add(e);
+                        }
+                    }
+                };
+                workers.add(thread % 2 == 0 ? Thread.ofPlatform().start(work) : Thread.ofVirtual().start(work));
+            }
+            for (Thread worker : workers) {
+                worker.join();
+            }
+            assertTrue(problems.isEmpty(), problems.size() + " wrong answers, first: " + problems);
+            EngineMetrics metrics = engine.metrics();
+            assertEquals(threads * perThread, metrics.requests());
+            assertEquals(threads * perThread, metrics.completed());
+            assertEquals(rows.get(), metrics.rows());
+            assertEquals(metrics.batches(), metrics.graphLaunches());
+            assertEquals(rows.get(), lanes.stream().mapToLong(l -> l.rowsRun.get()).sum(), "every row ran once");
+            assertTrue(metrics.batches() < pieces.get(), "pieces were batched together: " + metrics);
+            assertEquals(0, metrics.queued());
+            assertTrue(metrics.latencyP50Micros() > 0 && metrics.latencyP99Micros() >= metrics.latencyP50Micros());
+        }
+    }
+
+    @Test
+    void aFullQueueRefusesAtOnceAndTheQueuedRequestsStillComplete() throws Exception {
+        List<FakeLane> lanes = lanes(1);
+        CountDownLatch gate = new CountDownLatch(1);
+        lanes.get(0).gate = gate;
+        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes,
+                options().withLanes(1).withQueueCapacity(4).withMaxWait(Duration.ZERO))) {
+            List<CompletableFuture<float[]>> accepted = new ArrayList<>();
+            List<float[]> inputs = new ArrayList<>();
+            CompletableFuture<float[]> refused = null;
+            for (int i = 0; i < 50 && refused == null; i++) {
+                float[] input = rows(i, 64); // one piece each, a whole batch each
+                CompletableFuture<float[]> future = engine.submit(input);
+                if (future.isCompletedExceptionally()) {
+                    refused = future;
+                } else {
+                    accepted.add(future);
+                    inputs.add(input);
+                }
+            }
+            assertTrue(refused != null, "the queue never filled");
+            Throwable cause = failureOf(refused);
+            assertInstanceOf(QueueFullException.class, cause);
+            assertTrue(cause.getMessage().contains("capacity 4"), cause.getMessage());
+            assertEquals(1, engine.metrics().rejected());
+            gate.countDown();
+            for (int i = 0; i < accepted.size(); i++) {
+                assertArrayEquals(FakeLane.expected(inputs.get(i)), accepted.get(i).get(20, TimeUnit.SECONDS));
+            }
+        }
+    }
+
+    @Test
+    void aTimedOutOrCancelledRequestLeavesItsBatchmatesRight() throws Exception {
+        List<FakeLane> lanes = lanes(1);
+        CountDownLatch gate = new CountDownLatch(1);
+        lanes.get(0).gate = gate;
+        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes,
+                options().withLanes(1).withRequestTimeout(Duration.ofMillis(200)))) {
+            CompletableFuture<float[]> blocking = engine.submit(rows(1, 64));
+            Thread.sleep(50); // the first batch is now held at the gate
+            CompletableFuture<float[]> cancelled = engine.submit(rows(2, 3));
+            float[] keptInput = rows(3, 5);
+            CompletableFuture<float[]> kept = engine.submit(keptInput);
+            assertTrue(cancelled.cancel(false));
+            Throwable timeout = failureOf(blocking);
+            assertInstanceOf(TimeoutException.class, timeout);
+            assertInstanceOf(TimeoutException.class, failureOf(kept), "queued behind the gate past its deadline too");
+            gate.countDown();
+            float[] laterInput = rows(4, 7);
+            assertArrayEquals(FakeLane.expected(laterInput), engine.submit(laterInput).get(20, TimeUnit.SECONDS));
+            assertThrows(CancellationException.class, cancelled::join);
+            assertTrue(engine.metrics().failed() >= 3, engine.metrics().toString());
+        }
+    }
+
+    @Test
+    void aCudaErrorFailsExactlyItsBatchAndAStickyOneMakesTheEngineUnhealthy() throws Exception {
+        List<FakeLane> lanes = lanes(1);
+        FakeLane lane = lanes.get(0);
+        CudaException recoverable = new CudaException("cudaGraphLaunch", 1, "cudaErrorInvalidValue", "invalid argument",
+                "injected");
+        CudaException sticky = new CudaException("cudaStreamSynchronize", 700, "cudaErrorIllegalAddress",
+                "an illegal memory access was encountered", "injected");
+        lane.failure = input -> input[0] == 5000f ? recoverable : input[0] == 6000f ? sticky : null;
+        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes,
+                options().withLanes(1).withMaxWait(Duration.ZERO))) {
+            assertSame(recoverable, failureOf(engine.submit(rows(5, 2))));
+            float[] after = rows(7, 4);
+            assertArrayEquals(FakeLane.expected(after), engine.submit(after).get(20, TimeUnit.SECONDS));
+            assertTrue(engine.isHealthy());
+
+            assertSame(sticky, failureOf(engine.submit(rows(6, 2))));
+            assertFalse(engine.isHealthy());
+            assertSame(sticky, engine.failure().orElseThrow());
+            Throwable refused = failureOf(engine.submit(rows(8, 1)));
+            assertInstanceOf(EngineUnhealthyException.class, refused);
+            assertSame(sticky, refused.getCause());
+        }
+    }
+
+    @Test
+    void closeServesWhatIsQueuedThenRefusesAndFreesTheLanes() throws Exception {
+        List<FakeLane> lanes = lanes(2);
+        lanes.forEach(lane -> lane.delayNanos = 1_000_000);
+        InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes, options().withLanes(2));
+        List<CompletableFuture<float[]>> futures = new ArrayList<>();
+        List<float[]> inputs = new ArrayList<>();
+        for (int i = 0; i < 100; i++) {
+            inputs.add(rows(i, 1 + i % 40));
+            futures.add(engine.submit(inputs.get(i)));
+        }
+        engine.close();
+        for (int i = 0; i < futures.size(); i++) {
+            assertArrayEquals(FakeLane.expected(inputs.get(i)), futures.get(i).getNow(null), "request " + i);
+        }
+        Throwable closed = failureOf(engine.submit(rows(1, 1)));
+        assertInstanceOf(IllegalStateException.class, closed);
+        assertEquals("the inference engine is closed", closed.getMessage());
+        assertTrue(lanes.stream().allMatch(lane -> lane.closed));
+        engine.close(); // idempotent
+    }
+
+    @Test
+    void closeFailsWhatItCannotServeWithinItsTimeout() throws Exception {
+        List<FakeLane> lanes = lanes(1);
+        lanes.get(0).delayNanos = TimeUnit.MILLISECONDS.toNanos(300);
+        InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes,
+                options().withLanes(1).withMaxWait(Duration.ZERO).withCloseTimeout(Duration.ofMillis(100)));
+        List<CompletableFuture<float[]>> futures = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            futures.add(engine.submit(rows(i, 64)));
+        }
+        engine.close();
+        long served = futures.stream().filter(f -> f.isDone() && !f.isCompletedExceptionally()).count();
+        long refused = futures.stream().filter(f -> {
+            try {
+                f.join();
+                return false;
+            } catch (CompletionException e) {
+                return e.getCause() instanceof IllegalStateException
+                        && e.getCause().getMessage().equals("the inference engine closed before serving it");
+            }
+        }).count();
+        assertTrue(served >= 1 && served < 5, served + " served");
+        assertEquals(5, served + refused);
+    }
+
+    @Test
+    void lazyCaptureServesAtOnceAndSwitchesToGraphs() throws Exception {
+        FakeLane lane = new FakeLane(LADDER.sizes());
+        lane.delayNanos = 200_000;
+        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, List.of(lane),
+                options().withLanes(1).withCapturePolicy(CapturePolicy.LAZY))) {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            int request = 0;
+            while (!LADDER.sizes().stream().allMatch(lane::hasGraph) && System.nanoTime() < deadline) {
+                float[] input = rows(request++, 1 + request % 64);
+                assertArrayEquals(FakeLane.expected(input), engine.submit(input).get(20, TimeUnit.SECONDS));
+            }
+            assertTrue(LADDER.sizes().stream().allMatch(lane::hasGraph), "every bucket was captured while serving");
+            float[] input = rows(request, 9);
+            assertArrayEquals(FakeLane.expected(input), engine.submit(input).get(20, TimeUnit.SECONDS));
+            assertTrue(engine.metrics().graphLaunches() >= 1, engine.metrics().toString());
+        }
+    }
+
+    @Test
+    void requestsAreWholeRowsFromArraysOrNativeMemory() throws Exception {
+        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes(1), options().withLanes(1));
+                Arena arena = Arena.ofConfined()) {
+            IllegalArgumentException partial = assertThrows(IllegalArgumentException.class,
+                    () -> engine.submit(new float[4]));
+            assertEquals("a request is a whole number of rows of 3 floats, got 4 floats", partial.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> engine.submit(new float[0]));
+            float[] input = rows(9, 150); // above the largest bucket: three pieces, joined in order
+            MemorySegment segment = arena.allocateFrom(ValueLayout.JAVA_FLOAT, input);
+            assertArrayEquals(FakeLane.expected(input), engine.submit(segment).get(20, TimeUnit.SECONDS));
+            input[0] = -1f; // the engine copied the rows at submission
+            assertEquals(9000f, segment.getAtIndex(ValueLayout.JAVA_FLOAT, 0));
+        }
+    }
+}
