@@ -47,8 +47,11 @@ import org.cudagraph4j.CudaException;
  * that poisons the context makes the engine unhealthy ({@link #isHealthy()}) and fails every later
  * request at once with {@link EngineUnhealthyException}.
  *
+ * <p>Futures complete on the engine's lane threads: a callback chained without an executor runs
+ * there and holds up that lane, so give slow callbacks an executor ({@code thenApplyAsync}).
+ *
  * <p>Thread safety: {@link #submit} may be called from any number of platform or virtual threads;
- * {@link #close()} once, from any thread.
+ * {@link #close()} from any thread but the engine's own (a future's callback, say).
  */
 public final class InferenceEngine implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(InferenceEngine.class.getName());
@@ -387,13 +390,20 @@ public final class InferenceEngine implements AutoCloseable {
             try {
                 output = lane.run(bucket, input, rows);
             } catch (CudaException e) {
-                fail(batch, e);
                 if (e.isSticky()) {
-                    poison(e);
+                    poison(e); // first: whoever sees this failure must find the engine unhealthy
                 }
-                return;
-            } catch (RuntimeException e) {
                 fail(batch, e);
+                return;
+            } catch (RuntimeException | Error e) {
+                // The lane stays in service: one bad batch must not stop the engine.
+                LOG.log(Level.WARNING, "a batch failed", e);
+                fail(batch, e);
+                return;
+            }
+            if (output.length != rows * outputWidth) {
+                fail(batch, new IllegalStateException("the lane returned " + output.length + " floats for " + rows
+                        + " rows of " + outputWidth));
                 return;
             }
             batches.increment();
@@ -472,9 +482,16 @@ public final class InferenceEngine implements AutoCloseable {
      * Stops taking requests, serves what is queued for up to {@link ServingOptions#closeTimeout()},
      * fails the rest with {@link IllegalStateException}, waits for the running batches, and frees
      * every lane. Idempotent.
+     *
+     * @throws IllegalStateException if called on one of the engine's threads, which it would wait for
      */
     @Override
     public void close() {
+        Thread self = Thread.currentThread();
+        if (self == dispatcher || workers.stream().anyMatch(worker -> worker.thread == self)) {
+            throw new IllegalStateException("close() on one of the engine's own threads (in a future's callback?) "
+                    + "would wait for itself; close the engine from another thread");
+        }
         admission.writeLock().lock();
         try {
             if (closed) {

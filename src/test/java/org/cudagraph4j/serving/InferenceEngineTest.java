@@ -242,6 +242,47 @@ class InferenceEngineTest {
     }
 
     @Test
+    void closingFromAFuturesCallbackIsRefusedInsteadOfDeadlocking() throws Exception {
+        List<FakeLane> lanes = lanes(1);
+        CountDownLatch gate = new CountDownLatch(1);
+        lanes.get(0).gate = gate; // the answer comes after the callback is chained: on the lane's thread
+        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes, options().withLanes(1))) {
+            CompletableFuture<float[]> answer = engine.submit(rows(1, 1));
+            CompletableFuture<Throwable> refusal = answer.handle((rows, failure) -> {
+                try {
+                    engine.close();
+                    return null;
+                } catch (IllegalStateException e) {
+                    return e;
+                }
+            });
+            gate.countDown();
+            Throwable e = refusal.get(20, TimeUnit.SECONDS);
+            assertInstanceOf(IllegalStateException.class, e);
+            assertTrue(e.getMessage().contains("would wait for itself"), e.getMessage());
+            float[] input = rows(2, 2);
+            assertArrayEquals(FakeLane.expected(input), engine.submit(input).get(20, TimeUnit.SECONDS));
+        }
+    }
+
+    @Test
+    void aLaneThatThrowsAnErrorFailsItsBatchAndKeepsServing() throws Exception {
+        List<FakeLane> lanes = lanes(1);
+        lanes.get(0).failure = input -> {
+            if (input[0] == 5000f) {
+                throw new AssertionError("a lane bug");
+            }
+            return null;
+        };
+        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes,
+                options().withLanes(1).withMaxWait(Duration.ZERO))) {
+            assertInstanceOf(AssertionError.class, failureOf(engine.submit(rows(5, 1))));
+            float[] input = rows(6, 3);
+            assertArrayEquals(FakeLane.expected(input), engine.submit(input).get(20, TimeUnit.SECONDS));
+        }
+    }
+
+    @Test
     void lazyCaptureServesAtOnceAndSwitchesToGraphs() throws Exception {
         FakeLane lane = new FakeLane(LADDER.sizes());
         lane.delayNanos = 200_000;
