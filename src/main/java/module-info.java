@@ -40,6 +40,7 @@
  * path): the module opens {@code libcudart.so.13} and calls it directly.
  */
 module org.cudagraph4j {
+    requires jdk.jfr; // the serving engine's Flight Recorder events
     exports org.cudagraph4j;
     exports org.cudagraph4j.graph;
     exports org.cudagraph4j.kernels;

@@ -112,6 +112,21 @@ final class CudaLane implements Lane {
             return false;
         }
         int bucket = toCapture.removeFirst();
+        ServingEvents.Capture event = new ServingEvents.Capture();
+        event.lane = index;
+        event.bucket = bucket;
+        event.begin();
+        try {
+            capture(bucket);
+            event.succeeded = true;
+        } finally {
+            event.commit();
+        }
+        return true;
+    }
+
+    /** Warms up, captures and instantiates {@code bucket}, and reports what it cost. */
+    private void capture(int bucket) {
         DeviceBuffer in = input.slice(0, (long) bucket * inputWidth);
         DeviceBuffer out = output.slice(0, (long) bucket * outputWidth);
         long start = System.nanoTime();
@@ -136,7 +151,6 @@ final class CudaLane implements Lane {
         reports.add(new CaptureReport(index, bucket, Duration.ofNanos(captured - start),
                 Duration.ofNanos(instantiated - captured),
                 Math.max(0, freeBefore - device.memoryInfo().freeBytes())));
-        return true;
     }
 
     @Override

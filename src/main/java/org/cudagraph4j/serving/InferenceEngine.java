@@ -104,7 +104,13 @@ public final class InferenceEngine implements AutoCloseable {
     }
 
     /** Rows {@code [firstRow, firstRow + rows)} of a request: what a batch carries. */
-    private record Piece(Request request, int firstRow, int rows) {}
+    private record Piece(Request request, int firstRow, int rows, ServingEvents.QueueWait queueWait) {
+        Piece(Request request, int firstRow, int rows) {
+            this(request, firstRow, rows, new ServingEvents.QueueWait());
+            queueWait.rows = rows;
+            queueWait.begin();
+        }
+    }
 
     InferenceEngine(int inputWidth, int outputWidth, List<? extends Lane> lanes, ServingOptions options) {
         this.inputWidth = inputWidth;
@@ -119,7 +125,7 @@ public final class InferenceEngine implements AutoCloseable {
         }
         int engine = ENGINES.incrementAndGet();
         for (int i = 0; i < this.lanes.size(); i++) {
-            Worker worker = new Worker(this.lanes.get(i));
+            Worker worker = new Worker(i, this.lanes.get(i));
             workers.add(worker);
             idle.add(worker);
             worker.thread = Thread.ofPlatform().name("inference-" + engine + "-lane-" + i).daemon().start(worker);
@@ -301,6 +307,7 @@ public final class InferenceEngine implements AutoCloseable {
         Piece piece = nanos > 0 ? queue.poll(nanos, TimeUnit.NANOSECONDS) : queue.poll();
         if (piece != null) {
             capacity.release();
+            piece.queueWait().commit();
         }
         return piece;
     }
@@ -329,12 +336,14 @@ public final class InferenceEngine implements AutoCloseable {
 
     /** A lane's thread: runs the batches the dispatcher assigns and, when idle under lazy capture, captures. */
     private final class Worker implements Runnable {
+        private final int index;
         private final Lane lane;
         private final BlockingQueue<List<Piece>> assigned = new ArrayBlockingQueue<>(1);
         private volatile boolean stopping;
         private Thread thread;
 
-        Worker(Lane lane) {
+        Worker(int index, Lane lane) {
+            this.index = index;
             this.lane = lane;
         }
 
@@ -386,16 +395,26 @@ public final class InferenceEngine implements AutoCloseable {
                 at += piece.rows();
             }
             boolean graph = lane.hasGraph(bucket);
+            ServingEvents.Batch event = new ServingEvents.Batch();
+            event.lane = index;
+            event.bucket = bucket;
+            event.rows = rows;
+            event.graph = graph;
+            event.begin();
             float[] output;
             try {
                 output = lane.run(bucket, input, rows);
+                event.succeeded = true;
+                event.commit();
             } catch (CudaException e) {
+                event.commit();
                 if (e.isSticky()) {
                     poison(e); // first: whoever sees this failure must find the engine unhealthy
                 }
                 fail(batch, e);
                 return;
             } catch (RuntimeException | Error e) {
+                event.commit();
                 // The lane stays in service: one bad batch must not stop the engine.
                 LOG.log(Level.WARNING, "a batch failed", e);
                 fail(batch, e);

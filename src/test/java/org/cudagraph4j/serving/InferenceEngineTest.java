@@ -302,6 +302,40 @@ class InferenceEngineTest {
     }
 
     @Test
+    void flightRecorderSeesEveryBatchAndEveryQueueWait() throws Exception {
+        java.nio.file.Path file = java.nio.file.Files.createTempFile("serving", ".jfr");
+        try (jdk.jfr.Recording recording = new jdk.jfr.Recording()) {
+            recording.enable("org.cudagraph4j.serving.Batch");
+            recording.enable("org.cudagraph4j.serving.QueueWait");
+            recording.start();
+            long batches;
+            try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes(2), options())) {
+                List<CompletableFuture<float[]>> futures = new ArrayList<>();
+                for (int i = 0; i < 50; i++) {
+                    futures.add(engine.submit(rows(i, 1 + i)));
+                }
+                for (CompletableFuture<float[]> future : futures) {
+                    future.get(20, TimeUnit.SECONDS);
+                }
+                batches = engine.metrics().batches();
+            }
+            recording.stop();
+            recording.dump(file);
+            List<jdk.jfr.consumer.RecordedEvent> events = jdk.jfr.consumer.RecordingFile.readAllEvents(file);
+            long batchEvents = events.stream().filter(e -> e.getEventType().getName()
+                    .equals("org.cudagraph4j.serving.Batch")).count();
+            long waits = events.stream().filter(e -> e.getEventType().getName()
+                    .equals("org.cudagraph4j.serving.QueueWait")).count();
+            assertEquals(batches, batchEvents);
+            assertEquals(50, waits, "one piece per request here");
+            assertTrue(events.stream().allMatch(e -> e.getEventType().getCategoryNames()
+                    .equals(List.of("cudagraph4j", "Serving"))));
+        } finally {
+            java.nio.file.Files.deleteIfExists(file);
+        }
+    }
+
+    @Test
     void requestsAreWholeRowsFromArraysOrNativeMemory() throws Exception {
         try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes(1), options().withLanes(1));
                 Arena arena = Arena.ofConfined()) {
