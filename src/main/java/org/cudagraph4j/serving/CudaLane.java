@@ -51,6 +51,7 @@ final class CudaLane implements Lane {
         this.buckets = ladder.sizes();
         this.execs = new GraphExec[buckets.size()];
         int largest = ladder.largest();
+        bind();
         List<AutoCloseable> made = new ArrayList<>();
         try {
             stream = add(made, device.createStream());
@@ -77,6 +78,11 @@ final class CudaLane implements Lane {
                 throw e;
             }
         }
+    }
+
+    @Override
+    public void bind() {
+        device.makeCurrent();
     }
 
     @Override

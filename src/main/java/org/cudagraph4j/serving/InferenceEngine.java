@@ -19,7 +19,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
-import java.util.function.Supplier;
 import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaException;
 
@@ -31,7 +30,7 @@ import org.cudagraph4j.CudaException;
  *
  * <pre>{@code
  * try (InferenceEngine engine = InferenceEngine.start(device, 512, 512,
- *         () -> LaneModel.of(new Mlp(kernels, layers, 256), Linear.Mode.FUSED), ServingOptions.defaults())) {
+ *         d -> LaneModel.of(new Mlp(kernels, layers, 256), Linear.Mode.FUSED), ServingOptions.defaults())) {
  *     float[] answer = engine.submit(rows).join();
  * }
  * }</pre>
@@ -136,9 +135,8 @@ public final class InferenceEngine implements AutoCloseable {
     }
 
     /**
-     * Starts an engine on {@code device}: creates {@link ServingOptions#lanes()} lanes, each with a
-     * model copy from {@code models}, and, with {@link CapturePolicy#EAGER}, captures every bucket
-     * of every lane before returning.
+     * Starts an engine on {@code device}, as {@link #start(List, int, int, LaneModel.Factory,
+     * ServingOptions)} does with that one device.
      *
      * @param device the device to serve on
      * @param inputWidth floats per input row, at least 1
@@ -150,19 +148,44 @@ public final class InferenceEngine implements AutoCloseable {
      * @throws NullPointerException if an argument is null
      * @throws org.cudagraph4j.CudaException if allocating or capturing fails; what was made is closed
      */
-    public static InferenceEngine start(CudaDevice device, int inputWidth, int outputWidth,
-            Supplier<? extends LaneModel> models, ServingOptions options) {
-        Objects.requireNonNull(device, "device");
+    public static InferenceEngine start(CudaDevice device, int inputWidth, int outputWidth, LaneModel.Factory models,
+            ServingOptions options) {
+        return start(List.of(Objects.requireNonNull(device, "device")), inputWidth, outputWidth, models, options);
+    }
+
+    /**
+     * Starts an engine on several devices: {@link ServingOptions#lanes()} lanes on each (made in
+     * turn across the devices, each with a model copy from {@code models} on its device) and, with
+     * {@link CapturePolicy#EAGER}, every bucket of every lane captured before returning. A batch
+     * goes to whichever lane is idle first, so busier devices take less.
+     *
+     * @param devices the devices to serve on, at least one, no device twice
+     * @param inputWidth floats per input row, at least 1
+     * @param outputWidth floats per output row, at least 1
+     * @param models makes one model copy per lane; the engine closes them
+     * @param options batching, capture and limits
+     * @return the running engine, which the caller closes
+     * @throws IllegalArgumentException if a width is below 1, or {@code devices} is empty or repeats a device
+     * @throws NullPointerException if an argument is null
+     * @throws org.cudagraph4j.CudaException if allocating or capturing fails; what was made is closed
+     */
+    public static InferenceEngine start(List<CudaDevice> devices, int inputWidth, int outputWidth,
+            LaneModel.Factory models, ServingOptions options) {
         Objects.requireNonNull(models, "models");
         Objects.requireNonNull(options, "options");
+        if (devices.isEmpty() || devices.stream().distinct().count() != devices.size()) {
+            throw new IllegalArgumentException("an engine needs at least one device, each once, got " + devices);
+        }
         if (inputWidth < 1 || outputWidth < 1) {
             throw new IllegalArgumentException("row widths must be at least 1, got " + inputWidth + " and "
                     + outputWidth);
         }
         List<Lane> lanes = new ArrayList<>();
         try {
-            for (int i = 0; i < options.lanes(); i++) {
-                LaneModel model = Objects.requireNonNull(models.get(), "models.get()");
+            for (int i = 0; i < options.lanes() * devices.size(); i++) {
+                CudaDevice device = devices.get(i % devices.size());
+                device.makeCurrent();
+                LaneModel model = Objects.requireNonNull(models.create(device), "the model factory returned null");
                 try {
                     lanes.add(new CudaLane(i, device, model, inputWidth, outputWidth, options.ladder(),
                             options.capturePolicy()));
@@ -349,6 +372,7 @@ public final class InferenceEngine implements AutoCloseable {
 
         @Override
         public void run() {
+            lane.bind();
             boolean capturing = options.capturePolicy() == CapturePolicy.LAZY;
             while (true) {
                 List<Piece> batch;

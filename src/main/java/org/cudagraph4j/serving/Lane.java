@@ -4,6 +4,9 @@ import java.util.List;
 
 /** One lane: runs a batch at a time, on its own stream and buffers. Used by one worker thread. */
 interface Lane extends AutoCloseable {
+    /** Prepares the calling thread, the lane's worker, for this lane: makes its device current. */
+    void bind();
+
     /**
      * Runs {@code rows} packed input rows on {@code bucket} and returns their outputs; blocks until
      * they are on the host.

@@ -41,6 +41,13 @@ final class FakeLane implements Lane {
         return out;
     }
 
+    final AtomicInteger binds = new AtomicInteger();
+
+    @Override
+    public void bind() {
+        binds.incrementAndGet();
+    }
+
     @Override
     public float[] run(int bucket, float[] input, int rows) {
         try {

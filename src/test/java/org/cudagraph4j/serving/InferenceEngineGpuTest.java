@@ -58,7 +58,7 @@ class InferenceEngineGpuTest {
         kernels.close();
     }
 
-    private static LaneModel laneModel() {
+    private static LaneModel laneModel(CudaDevice laneDevice) {
         List<Linear> layers = List.of(new Linear(kernels, buffers.get(0), buffers.get(1), WIDTH, WIDTH),
                 new Linear(kernels, buffers.get(2), buffers.get(3), WIDTH, WIDTH));
         return LaneModel.of(new Mlp(kernels, layers, LADDER.largest()), Linear.Mode.FUSED);

@@ -336,6 +336,23 @@ class InferenceEngineTest {
     }
 
     @Test
+    void eachLaneIsBoundOnItsOwnWorkerThreadAndAnEngineNeedsADevice() throws Exception {
+        List<FakeLane> lanes = lanes(3);
+        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes, options())) {
+            float[] input = rows(1, 2);
+            assertArrayEquals(FakeLane.expected(input), engine.submit(input).get(20, TimeUnit.SECONDS));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (lanes.stream().anyMatch(lane -> lane.binds.get() == 0) && System.nanoTime() < deadline) {
+                Thread.sleep(1); // a worker binds as its thread starts
+            }
+            assertTrue(lanes.stream().allMatch(lane -> lane.binds.get() == 1), "bound once, by its worker");
+        }
+        IllegalArgumentException none = assertThrows(IllegalArgumentException.class,
+                () -> InferenceEngine.start(List.of(), 4, 4, device -> null, options()));
+        assertTrue(none.getMessage().startsWith("an engine needs at least one device"), none.getMessage());
+    }
+
+    @Test
     void requestsAreWholeRowsFromArraysOrNativeMemory() throws Exception {
         try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes(1), options().withLanes(1));
                 Arena arena = Arena.ofConfined()) {
