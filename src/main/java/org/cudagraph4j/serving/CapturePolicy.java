@@ -12,5 +12,10 @@ public enum CapturePolicy {
      * (eagerly), while each lane captures its buckets, smallest first, whenever it is idle; a
      * bucket switches to its graph as soon as it has one.
      */
-    LAZY
+    LAZY,
+    /**
+     * Never: every batch launches the model's kernels one by one. The baseline that shows what the
+     * graphs buy; the batching, lanes and limits are the same.
+     */
+    NONE
 }

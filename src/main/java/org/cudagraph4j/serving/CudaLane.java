@@ -63,7 +63,7 @@ final class CudaLane implements Lane {
             closeAll(made, e);
             throw e;
         }
-        List<Integer> order = new ArrayList<>(buckets);
+        List<Integer> order = new ArrayList<>(policy == CapturePolicy.NONE ? List.of() : buckets);
         if (policy == CapturePolicy.EAGER) {
             Collections.reverse(order); // largest first, as SGLang does: the pool then fits the smaller ones
         }
