@@ -119,14 +119,8 @@ public final class Libraries {
             int blockY, int blockZ, int sharedMemBytes, MemorySegment arguments, MemorySegment stream,
             String kernelName) {
         MemorySegment config = PROGRAMMATIC_CONFIG.get();
-        MemorySegment grid = cudaLaunchConfig_st.gridDim(config);
-        MemorySegment block = cudaLaunchConfig_st.blockDim(config);
-        dim3.x(grid, gridX);
-        dim3.y(grid, gridY);
-        dim3.z(grid, gridZ);
-        dim3.x(block, blockX);
-        dim3.y(block, blockY);
-        dim3.z(block, blockZ);
+        set(cudaLaunchConfig_st.gridDim(config), gridX, gridY, gridZ);
+        set(cudaLaunchConfig_st.blockDim(config), blockX, blockY, blockZ);
         cudaLaunchConfig_st.dynamicSmemBytes(config, sharedMemBytes);
         cudaLaunchConfig_st.stream(config, stream);
         int status = cudaLaunchKernelExC(config, function, arguments);
@@ -140,17 +134,18 @@ public final class Libraries {
     public static void launch(MemorySegment function, int gridX, int gridY, int gridZ, int blockX, int blockY,
             int blockZ, int sharedMemBytes, MemorySegment arguments, MemorySegment stream, String kernelName) {
         MemorySegment[] dims = DIMS.get();
-        MemorySegment grid = dims[0];
-        MemorySegment block = dims[1];
-        dim3.x(grid, gridX);
-        dim3.y(grid, gridY);
-        dim3.z(grid, gridZ);
-        dim3.x(block, blockX);
-        dim3.y(block, blockY);
-        dim3.z(block, blockZ);
+        MemorySegment grid = set(dims[0], gridX, gridY, gridZ);
+        MemorySegment block = set(dims[1], blockX, blockY, blockZ);
         int status = cudaLaunchKernel(function, grid, block, arguments, sharedMemBytes, stream);
         if (status != Status.SUCCESS) {
             throw Status.error(status, "cudaLaunchKernel", "kernel " + kernelName);
         }
+    }
+
+    private static MemorySegment set(MemorySegment dims, int x, int y, int z) {
+        dim3.x(dims, x);
+        dim3.y(dims, y);
+        dim3.z(dims, z);
+        return dims;
     }
 }
