@@ -20,7 +20,8 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @Tag("build")
 class BundleIT {
-    private static final long MAX_BYTES = 40L << 20;
+    /** Room to spare under the 64 MiB that may travel to the GPU host with the working tree. */
+    private static final long MAX_BYTES = 48L << 20;
 
     private final Path tarball = Path.of(System.getProperty("bundle.tarball", "target/cudagraph4j-gpu-bundle.tar.gz"));
     private final Path bundle = Path.of(System.getProperty("bundle.dir", "target/gpu-bundle/cudagraph4j-gpu-bundle"));
@@ -28,7 +29,7 @@ class BundleIT {
     @Test
     void tarballIsUnderTheSizeLimit() throws IOException {
         long size = Files.size(tarball);
-        assertTrue(size < MAX_BYTES, tarball + " is " + (size >> 20) + " MiB; the limit is 40 MiB");
+        assertTrue(size < MAX_BYTES, tarball + " is " + (size >> 20) + " MiB; the limit is 48 MiB");
     }
 
     @Test

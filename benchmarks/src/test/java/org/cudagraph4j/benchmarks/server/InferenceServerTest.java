@@ -1,0 +1,184 @@
+package org.cudagraph4j.benchmarks.server;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.RejectedExecutionException;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The Open Inference Protocol over HTTP, on the CPU backend (and stubs for the failure paths). */
+class InferenceServerTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final MlpWeights MODEL = MlpWeights.random(4, 2, 11);
+    private final HttpClient client = HttpClient.newHttpClient();
+    private InferenceServer server;
+
+    @BeforeEach
+    void start() {
+        server = new InferenceServer("mlp", new CpuBackend(MODEL), 0, 4096);
+    }
+
+    @AfterEach
+    void stop() {
+        server.close();
+    }
+
+    private HttpResponse<byte[]> get(String path) throws Exception {
+        return client.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path)).build(),
+                HttpResponse.BodyHandlers.ofByteArray());
+    }
+
+    private HttpResponse<byte[]> post(String path, byte[] body, String... headers) throws Exception {
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path))
+                .POST(HttpRequest.BodyPublishers.ofByteArray(body));
+        if (headers.length > 0) {
+            request.headers(headers);
+        }
+        return client.send(request.build(), HttpResponse.BodyHandlers.ofByteArray());
+    }
+
+    private HttpResponse<byte[]> infer(String json) throws Exception {
+        return post("/v2/models/mlp/infer", json.getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static String error(HttpResponse<byte[]> response) throws Exception {
+        return JSON.readTree(response.body()).path("error").asText();
+    }
+
+    @Test
+    void healthReadinessAndMetadata() throws Exception {
+        assertEquals(200, get("/v2/health/live").statusCode());
+        assertEquals(200, get("/v2/health/ready").statusCode());
+        assertEquals(200, get("/v2/models/mlp/ready").statusCode());
+        JsonNode metadata = JSON.readTree(get("/v2/models/mlp").body());
+        assertEquals("mlp", metadata.path("name").asText());
+        assertEquals("[-1,4]", metadata.path("inputs").get(0).path("shape").toString());
+        HttpResponse<byte[]> unknown = get("/v2/models/resnet");
+        assertEquals(404, unknown.statusCode());
+        assertEquals("unknown model \"resnet\"; this server serves \"mlp\"", error(unknown));
+        assertEquals(404, get("/v2/models/resnet/ready").statusCode());
+    }
+
+    @Test
+    void aJsonRequestGetsItsRowsComputedFlatOrNested() throws Exception {
+        float[] rows = {1, 2, 3, 4, -1, 0.5f, 2, 8};
+        HttpResponse<byte[]> flat = infer("{\"id\":\"r1\",\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\","
+                + "\"shape\":[2,4],\"data\":[1,2,3,4,-1,0.5,2,8]}]}");
+        assertEquals(200, flat.statusCode(), new String(flat.body()));
+        JsonNode answer = JSON.readTree(flat.body());
+        assertEquals("r1", answer.path("id").asText());
+        assertEquals("[2,4]", answer.path("outputs").get(0).path("shape").toString());
+        float[] expected = MODEL.forward(rows);
+        JsonNode data = answer.path("outputs").get(0).path("data");
+        for (int i = 0; i < expected.length; i++) {
+            assertEquals(expected[i], data.get(i).floatValue());
+        }
+        HttpResponse<byte[]> nested = infer("{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[2,4],"
+                + "\"data\":[[1,2,3,4],[-1,0.5,2,8]]}]}");
+        assertEquals(data, JSON.readTree(nested.body()).path("outputs").get(0).path("data"));
+    }
+
+    @Test
+    void binaryTensorDataGoesBothWays() throws Exception {
+        float[] rows = {1, 2, 3, 4};
+        byte[] json = ("{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[1,4],"
+                + "\"parameters\":{\"binary_data_size\":16}}],\"outputs\":[{\"name\":\"output\","
+                + "\"parameters\":{\"binary_data\":true}}]}").getBytes(StandardCharsets.UTF_8);
+        ByteBuffer body = ByteBuffer.allocate(json.length + 16).order(ByteOrder.LITTLE_ENDIAN);
+        body.put(json).asFloatBuffer().put(rows);
+        HttpResponse<byte[]> response = post("/v2/models/mlp/infer", body.array(), KServeProtocol.HEADER_LENGTH,
+                Integer.toString(json.length));
+        assertEquals(200, response.statusCode(), new String(response.body()));
+        int jsonLength = Integer.parseInt(response.headers().firstValue(KServeProtocol.HEADER_LENGTH).orElseThrow());
+        float[] output = new float[4];
+        ByteBuffer.wrap(response.body(), jsonLength, 16).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(output);
+        assertArrayEquals(MODEL.forward(rows), output);
+    }
+
+    @Test
+    void everyMalformedRequestIsA400ThatNamesTheProblem() throws Exception {
+        String[][] cases = {
+            {"{\"inputs\":[", "malformed JSON"},
+            {"[]", "must be a JSON object"},
+            {"{\"inputs\":[]}", "exactly one input"},
+            {"{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,4],\"data\":[1,2,3,4]}]}",
+                "unknown input \"x\""},
+            {"{\"inputs\":[{\"name\":\"input\",\"datatype\":\"INT32\",\"shape\":[1,4],\"data\":[1,2,3,4]}]}",
+                "must be FP32, not INT32"},
+            {"{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[1,5],\"data\":[1,2,3,4,5]}]}",
+                "needs shape [n, 4]"},
+            {"{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[0,4],\"data\":[]}]}", "n >= 1"},
+            {"{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[2,4],\"data\":[1,2,3,4]}]}",
+                "needs 8 values, got 4"},
+            {"{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[1,4],\"data\":[1,\"a\",3,4]}]}",
+                "not a number"},
+            {"{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[1,4],\"data\":[1,2,3,1e39]}]}",
+                "not finite"},
+            {"{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[1,4],"
+                + "\"parameters\":{\"binary_data_size\":16}}]}", "needs the Inference-Header-Content-Length header"},
+        };
+        for (String[] c : cases) {
+            HttpResponse<byte[]> response = infer(c[0]);
+            assertEquals(400, response.statusCode(), c[0]);
+            assertTrue(error(response).contains(c[1]), c[0] + " -> " + error(response));
+        }
+        HttpResponse<byte[]> tooBig = post("/v2/models/mlp/infer", new byte[5000]);
+        assertEquals(400, tooBig.statusCode());
+        assertTrue(error(tooBig).contains("over the limit of 4096"), error(tooBig));
+        HttpResponse<byte[]> unknown = post("/v2/models/other/infer", "{}".getBytes(StandardCharsets.UTF_8));
+        assertEquals(404, unknown.statusCode());
+        assertEquals(200, get("/v2/health/live").statusCode(), "bad requests never take the server down");
+    }
+
+    @Test
+    void aSaturatedOrUnreadyBackendIsA503() throws Exception {
+        server.close();
+        boolean[] ready = {true};
+        InferenceBackend saturated = new InferenceBackend() {
+            @Override
+            public int inputWidth() {
+                return 4;
+            }
+
+            @Override
+            public int outputWidth() {
+                return 4;
+            }
+
+            @Override
+            public boolean ready() {
+                return ready[0];
+            }
+
+            @Override
+            public CompletableFuture<float[]> infer(float[] rows) {
+                return CompletableFuture.failedFuture(new RejectedExecutionException("the engine's queue is full"));
+            }
+
+            @Override
+            public void close() {}
+        };
+        server = new InferenceServer("mlp", saturated, 0, 4096);
+        String request = "{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[1,4],\"data\":[1,2,3,4]}]}";
+        HttpResponse<byte[]> full = infer(request);
+        assertEquals(503, full.statusCode());
+        assertEquals("the engine's queue is full", error(full));
+        ready[0] = false;
+        assertEquals(503, get("/v2/health/ready").statusCode());
+        assertEquals(503, infer(request).statusCode());
+        assertEquals("the model is not ready", error(infer(request)));
+    }
+}
