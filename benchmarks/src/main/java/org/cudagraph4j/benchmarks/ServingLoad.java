@@ -14,7 +14,6 @@ import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.concurrent.locks.LockSupport;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.Recorder;
 import org.cudagraph4j.Cuda;
@@ -141,18 +140,11 @@ public final class ServingLoad {
         }
         List<CompletableFuture<float[]>> inFlight = new ArrayList<>();
         long start = System.nanoTime();
-        double meanGapNanos = 1e9 / rate;
         double intended = start;
         while (intended - start < nanos) {
-            intended += -Math.log(1 - random.nextDouble()) * meanGapNanos; // exponential gaps: Poisson arrivals
+            intended = OpenLoop.next(intended, rate, random);
             long arrival = (long) intended;
-            long wait = arrival - System.nanoTime();
-            if (wait > 50_000) {
-                LockSupport.parkNanos(wait - 20_000);
-            }
-            while (System.nanoTime() < arrival) {
-                Thread.onSpinWait();
-            }
+            OpenLoop.await(arrival);
             CompletableFuture<float[]> future = engine.submit(rows);
             inFlight.add(future.whenComplete((answer, failure) -> {
                 if (failure == null) {
