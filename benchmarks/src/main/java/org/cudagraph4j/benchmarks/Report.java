@@ -36,6 +36,7 @@ public final class Report {
     private String device = "unknown GPU";
     private String driver = "";
     private final MlpResults mlp = new MlpResults();
+    private JsonNode servingLoad;
 
     public static void main(String[] args) throws IOException {
         if (args.length != 3) {
@@ -53,6 +54,9 @@ public final class Report {
             if (Files.exists(out.resolve(log))) {
                 report.mlp.read(Files.readString(out.resolve(log)));
             }
+        }
+        if (Files.exists(out.resolve("serving-load.json"))) {
+            report.readServingLoad(Files.readString(out.resolve("serving-load.json")));
         }
         Files.createDirectories(out);
         Files.writeString(out.resolve("results.md"), report.markdown());
@@ -78,6 +82,11 @@ public final class Report {
                 java.put(key, inUnit(median, unit, key));
             }
         }
+    }
+
+    /** {@code ServingLoad}'s JSON: the engine under open-loop load, per capture policy and offered rate. */
+    void readServingLoad(String json) throws JsonProcessingException {
+        servingLoad = JSON.readTree(json);
     }
 
     /** The native harness's JSON: the device, the driver and runtime, and a median per benchmark. */
@@ -195,6 +204,22 @@ public final class Report {
         }
         if (!mlp.isEmpty()) {
             md.append(mlp.markdown(java));
+        }
+        if (servingLoad != null) {
+            md.append("\n## Serving engine under open-loop load (").append(servingLoad.path("layers").asInt())
+                    .append("-layer width-").append(servingLoad.path("width").asInt()).append(" MLP, ")
+                    .append(servingLoad.path("rowsPerRequest").asInt()).append(" row(s) per request)\n\n");
+            md.append("Latency from each request's intended (Poisson) arrival, µs. `EAGER`: every bucket a graph; "
+                    + "`NONE`: the same engine without graphs.\n\n");
+            md.append("| policy | offered /s | served /s | p50 | p99 | p99.9 | max | rejected | failed |\n");
+            md.append("|---|---|---|---|---|---|---|---|---|\n");
+            for (JsonNode p : servingLoad.path("points")) {
+                md.append(String.format(Locale.ROOT, "| %s | %d | %.0f | %.1f | %.1f | %.1f | %.1f | %d | %d |%n",
+                        p.path("policy").asText(), p.path("offeredPerSecond").asInt(),
+                        p.path("completedPerSecond").asDouble(), p.path("p50Micros").asDouble(),
+                        p.path("p99Micros").asDouble(), p.path("p999Micros").asDouble(),
+                        p.path("maxMicros").asDouble(), p.path("rejected").asLong(), p.path("failed").asLong()));
+            }
         }
         return md.toString();
     }
