@@ -17,8 +17,8 @@ import java.util.Map;
  * the ratios graph/eager, Java/native and Java/JNI, and the targets met or missed) and
  * {@code chart.svg}.
  *
- * <p>Usage: {@code Report jmh.json native.json outputDir}. The native file may be absent, when no
- * nvcc was found; its columns then read n/a. Where {@code outputDir} holds the MLP logs
+ * <p>Usage: {@code Report jmh.json native.json outputDir}. Either file may be absent (no nvcc, or a run
+ * of some parts only); its columns then read n/a. Where {@code outputDir} holds the MLP logs
  * ({@code mlp-native.log}, {@code mlp-torch.log}), their comparison is added ({@link MlpResults}).
  */
 public final class Report {
@@ -44,7 +44,10 @@ public final class Report {
             System.exit(2);
         }
         Report report = new Report();
-        report.readJmh(Files.readString(Path.of(args[0])));
+        Path jmhFile = Path.of(args[0]);
+        if (Files.exists(jmhFile)) {
+            report.readJmh(Files.readString(jmhFile));
+        }
         Path nativeFile = Path.of(args[1]);
         if (Files.exists(nativeFile)) {
             report.readNative(Files.readString(nativeFile));
