@@ -52,6 +52,20 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream
     }
 
     /**
+     * A configuration without programmatic dependent launch.
+     *
+     * @param grid blocks in the grid
+     * @param block threads in a block; at most {@value #MAX_THREADS_PER_BLOCK} in all
+     * @param sharedMemBytes dynamic shared memory per block, in bytes; not negative
+     * @param stream the stream the launch is ordered on
+     * @throws NullPointerException if {@code grid}, {@code block} or {@code stream} is {@code null}
+     * @throws IllegalArgumentException if the block has too many threads, or {@code sharedMemBytes} is negative
+     */
+    public LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream stream) {
+        this(grid, block, sharedMemBytes, stream, false);
+    }
+
+    /**
      * Makes a configuration, as the constructor does.
      *
      * @param grid blocks in the grid

@@ -46,6 +46,26 @@ public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int ti
     }
 
     /**
+     * An instance that does not split K.
+     *
+     * @param kernelName the {@code extern "C"} symbol
+     * @param epilogue what it does after the main loop
+     * @param tileM rows of C per threadblock
+     * @param tileN columns of C per threadblock
+     * @param tileK depth of one main-loop step
+     * @param stages cp.async pipeline stages
+     * @param threads threads per block
+     * @param sharedMemBytes dynamic shared memory per block
+     * @param bTransposed whether B is stored [N, K]
+     * @param alignment elements per vector access of B
+     */
+    public GemmConfig(String kernelName, Epilogue epilogue, int tileM, int tileN, int tileK, int stages, int threads,
+            int sharedMemBytes, boolean bTransposed, int alignment) {
+        this(kernelName, epilogue, tileM, tileN, tileK, stages, threads, sharedMemBytes, bTransposed, alignment, false,
+                1);
+    }
+
+    /**
      * This instance with its K loop split over {@code slices} blocks per output tile.
      *
      * @param slices at least 1; more than 1 only for a split-K instance

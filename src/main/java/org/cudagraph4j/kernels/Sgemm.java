@@ -172,9 +172,10 @@ public final class Sgemm {
      * @param beta the factor of C's old value; with 0, C is not read
      * @param c the output, [m, n] floats; must not overlap A or B
      * @param bias n floats for a bias+ReLU instance, else {@code null}
-     * @param workspace required by a split-K instance, for its partials and tickets; else ignored and may be null
-     * @throws IllegalArgumentException as the other overload, and if a split-K instance has no workspace, or one
-     *     too small for this problem, or more slices than K has k-tiles
+     * @param workspace required by a split-K instance of more than one slice, for its partials and tickets; else
+     *     may be null
+     * @throws IllegalArgumentException as the other overload, and if a split-K instance of more than one slice has
+     *     no workspace, or one too small for this problem, or more slices than K has k-tiles
      * @throws NullPointerException if {@code config}, a matrix, or the bias a bias+ReLU instance needs is null
      * @throws IllegalStateException if the stream, a buffer, the workspace or the kernels are closed
      */
@@ -182,9 +183,10 @@ public final class Sgemm {
             DeviceBuffer b, float beta, DeviceBuffer c, DeviceBuffer bias, GemmWorkspace workspace) {
         Objects.requireNonNull(config, "config");
         check(config, m, n, k, a, b, c, bias);
-        if (config.splitK()) {
+        if (config.splitK() && (workspace != null || config.slices() > 1)) {
             if (workspace == null) {
-                throw new IllegalArgumentException(config.kernelName() + " splits K and needs a GemmWorkspace");
+                throw new IllegalArgumentException(config.kernelName() + " with " + config.slices()
+                        + " slices needs a GemmWorkspace");
             }
             if (config.slices() > config.maxSlices(k)) {
                 throw new IllegalArgumentException(config.slices() + " slices are more than k=" + k + " has k-tiles ("
@@ -209,10 +211,15 @@ public final class Sgemm {
             } else {
                 kernel.launch(launch, m, n, k, alpha, a, k, b, ldb, beta, c, n);
             }
-        } else if (fused) {
-            kernel.launch(launch, m, n, k, a, k, b, ldb, bias, c, n, workspace.partials(), workspace.tickets());
         } else {
-            kernel.launch(launch, m, n, k, alpha, a, k, b, ldb, beta, c, n, workspace.partials(), workspace.tickets());
+            // With one slice the kernel touches neither: null pointers do without a workspace.
+            Object partials = workspace == null ? (Object) 0L : workspace.partials();
+            Object tickets = workspace == null ? (Object) 0L : workspace.tickets();
+            if (fused) {
+                kernel.launch(launch, m, n, k, a, k, b, ldb, bias, c, n, partials, tickets);
+            } else {
+                kernel.launch(launch, m, n, k, alpha, a, k, b, ldb, beta, c, n, partials, tickets);
+            }
         }
     }
 

@@ -172,8 +172,8 @@ class SplitKTest {
                 DeviceBuffer c = device.allocateFloats(64 * 64);
                 GemmWorkspace small = GemmWorkspace.allocate(device, 8, 8, 2)) {
             IllegalArgumentException noWorkspace = assertThrows(IllegalArgumentException.class,
-                    () -> kernels.sgemm().multiply(stream, split, 64, 64, 64, 1f, a, b, 0f, c, null));
-            assertTrue(noWorkspace.getMessage().contains("needs a GemmWorkspace"), noWorkspace.getMessage());
+                    () -> kernels.sgemm().multiply(stream, split.withSlices(2), 64, 64, 64, 1f, a, b, 0f, c, null));
+            assertTrue(noWorkspace.getMessage().contains("with 2 slices needs a GemmWorkspace"), noWorkspace.getMessage());
             IllegalArgumentException tooMany = assertThrows(IllegalArgumentException.class,
                     () -> kernels.sgemm().multiply(stream, split.withSlices(5), 64, 64, 64, 1f, a, b, 0f, c, null,
                             small));
@@ -182,6 +182,14 @@ class SplitKTest {
                     () -> kernels.sgemm().multiply(stream, split.withSlices(2), 64, 64, 64, 1f, a, b, 0f, c, null,
                             small));
             assertTrue(tooSmall.getMessage().contains("workspace is too small"), tooSmall.getMessage());
+        }
+        // One slice needs no workspace, so every shipped instance runs through the plain overload.
+        try (DeviceBuffer a = upload(ones(64 * 64)); DeviceBuffer b = upload(ones(64 * 64));
+                DeviceBuffer c = device.allocateFloats(64 * 64)) {
+            c.memset(0xFF);
+            kernels.sgemm().multiply(stream, split, 64, 64, 64, 1f, a, b, 0f, c, null);
+            stream.synchronize();
+            assertEquals(64f, c.toFloatArray()[4095]);
         }
         GemmWorkspace closed = GemmWorkspace.allocate(device, 64, 64, 2);
         closed.close();
@@ -446,6 +454,12 @@ class SplitKTest {
                 assertThrows(IllegalArgumentException.class, () -> mlp.forward(stream, 8, x, x, Linear.Mode.FUSED));
             }
         }
+    }
+
+    private static float[] ones(int length) {
+        float[] values = new float[length];
+        java.util.Arrays.fill(values, 1f);
+        return values;
     }
 
     private static int[] bits(float[] values) {
