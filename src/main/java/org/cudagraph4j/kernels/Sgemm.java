@@ -224,9 +224,11 @@ public final class Sgemm {
     }
 
     /**
-     * The instance {@link #multiply} would use: among those with the right epilogue and B layout
-     * (and B aligned for vector loads where the instance needs it), the large tile when its grid
-     * fills every multiprocessor, else the smallest tile.
+     * The instance {@link #multiply} would use, without a workspace. For a skinny problem whose
+     * nearest shape in the tuning table ran fastest unsplit, that table's instance with one slice;
+     * otherwise, among the instances that do not split K with the right epilogue and B layout (and
+     * B aligned for vector loads where the instance needs it), the large tile when its grid fills
+     * every multiprocessor, else the smallest tile.
      *
      * @param m rows of A and of the output, at least 1
      * @param n columns of op(B) and of the output, at least 1
@@ -234,11 +236,15 @@ public final class Sgemm {
      * @param bTransposed whether B is stored [n, k]
      * @param epilogue the epilogue wanted
      * @param b B, whose offset decides whether instances with vector loads fit
-     * @return one of {@link ShippedKernels#gemmConfigs()}
+     * @return one of {@link ShippedKernels#gemmConfigs()}, with one slice
      * @throws IllegalArgumentException if m or n is below 1
      * @throws IllegalStateException if no shipped instance has this epilogue and B layout
      */
     public GemmConfig choose(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer b) {
+        GemmConfig tuned = m >= 1 && n >= 1 && k >= 1 ? tuned(m, n, k, bTransposed, epilogue) : null;
+        if (tuned != null && tuned.slices() == 1) {
+            return tuned; // measured fastest, and one slice needs no workspace
+        }
         return chooseUnsplit(m, n, bTransposed, epilogue, b, bTransposed ? k : n);
     }
 

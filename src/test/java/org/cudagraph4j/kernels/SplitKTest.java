@@ -157,6 +157,12 @@ class SplitKTest {
             assertFalse(large.splitK(), large.toString());
             GemmConfig noWorkspace = kernels.sgemm().choose(1, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU, b);
             assertFalse(noWorkspace.splitK(), "without a workspace nothing splits");
+            // Where the table measured one slice fastest, that instance is chosen even without a workspace.
+            GemmConfig unsplitBest = kernels.sgemm().tuned(128, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU);
+            if (unsplitBest.slices() == 1) {
+                assertEquals(unsplitBest,
+                        kernels.sgemm().choose(128, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU, b));
+            }
             try (GemmWorkspace tiny = GemmWorkspace.allocate(device, 1, 512, 1)) {
                 assertEquals(1, kernels.sgemm().choose(1, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU, b, tiny)
                         .slices(), "a workspace too small for partials gets one slice");
