@@ -51,16 +51,8 @@ class SgemmTest {
     @ParameterizedTest(name = "m={0} n={1} k={2} bTransposed={3}")
     @MethodSource("shapes")
     void everyInstanceMatchesTheDoubleReference(int m, int n, int k, boolean bTransposed) {
-        long seed = TestData.newSeed();
-        float[] a = TestData.randomFloats(m * k, seed);
-        float[] b = TestData.randomFloats(k * n, seed + 1);
-        float[] c = TestData.randomFloats(m * n, seed + 2);
-        float[] bias = TestData.randomFloats(n, seed + 3);
-        double[] linear = Reference.gemm(m, n, k, 1.5, a, b, bTransposed, -0.75, c);
-        double[] product = Reference.gemm(m, n, k, 1, a, b, bTransposed, 0, c);
-        double[] fused = Reference.biasRelu(product, m, n, bias);
-        try (DeviceBuffer da = upload(a); DeviceBuffer db = upload(b); DeviceBuffer dc = device.allocateFloats(m * n);
-                DeviceBuffer dbias = upload(bias); GemmWorkspace workspace = GemmWorkspace.allocate(device, m, n, 1)) {
+        try (GemmCase problem = new GemmCase(device, m, n, k, bTransposed);
+                GemmWorkspace workspace = GemmWorkspace.allocate(device, m, n, 1)) {
             Set<GemmConfig.Epilogue> checked = EnumSet.noneOf(GemmConfig.Epilogue.class);
             for (GemmConfig config : kernels.gemmConfigs()) {
                 if (config.bTransposed() != bTransposed || (config.alignment() > 1 && (bTransposed ? k : n)
@@ -68,18 +60,7 @@ class SgemmTest {
                     continue;
                 }
                 checked.add(config.epilogue());
-                String what = config.kernelName() + " " + TestData.seedDescription(seed);
-                if (config.epilogue() == GemmConfig.Epilogue.LINEAR_COMBINATION) {
-                    dc.copyFrom(c);
-                    kernels.sgemm().multiply(stream, config, m, n, k, 1.5f, da, db, -0.75f, dc, null, workspace);
-                    stream.synchronize();
-                    Reference.assertClose(linear, dc.toFloatArray(), what);
-                } else {
-                    dc.memset(0xFF);
-                    kernels.sgemm().multiply(stream, config, m, n, k, 1f, da, db, 0f, dc, dbias, workspace);
-                    stream.synchronize();
-                    Reference.assertClose(fused, dc.toFloatArray(), what);
-                }
+                problem.check(kernels, stream, config, workspace);
             }
             // The align1 instances take every shape: both epilogues must have been checked.
             assertEquals(EnumSet.allOf(GemmConfig.Epilogue.class), checked);

@@ -63,17 +63,9 @@ class SplitKTest {
     @ParameterizedTest(name = "m={0} n={1} k={2} bTransposed={3}")
     @MethodSource("shapes")
     void everySplitMatchesTheDoubleReference(int m, int n, int k, boolean bTransposed) {
-        long seed = TestData.newSeed();
-        float[] a = TestData.randomFloats(m * k, seed);
-        float[] b = TestData.randomFloats(k * n, seed + 1);
-        float[] c = TestData.randomFloats(m * n, seed + 2);
-        float[] bias = TestData.randomFloats(n, seed + 3);
-        double[] linear = Reference.gemm(m, n, k, 1.5, a, b, bTransposed, -0.75, c);
-        double[] fused = Reference.biasRelu(Reference.gemm(m, n, k, 1, a, b, bTransposed, 0, c), m, n, bias);
         int kTiles = (k + 15) / 16;
         int[] slices = IntStream.of(1, 2, 3, 7, 16, kTiles).filter(s -> s <= kTiles).distinct().toArray();
-        try (DeviceBuffer da = upload(a); DeviceBuffer db = upload(b); DeviceBuffer dc = device.allocateFloats(m * n);
-                DeviceBuffer dbias = upload(bias);
+        try (GemmCase problem = new GemmCase(device, m, n, k, bTransposed);
                 GemmWorkspace workspace = GemmWorkspace.allocate(device, m, n, kTiles)) {
             int checked = 0;
             for (GemmConfig instance : splitConfigs()) {
@@ -81,19 +73,7 @@ class SplitKTest {
                     continue;
                 }
                 for (int s : slices) {
-                    GemmConfig config = instance.withSlices(s);
-                    String what = config.kernelName() + " slices=" + s + " " + TestData.seedDescription(seed);
-                    if (config.epilogue() == GemmConfig.Epilogue.LINEAR_COMBINATION) {
-                        dc.copyFrom(c);
-                        kernels.sgemm().multiply(stream, config, m, n, k, 1.5f, da, db, -0.75f, dc, null, workspace);
-                        stream.synchronize();
-                        Reference.assertClose(linear, dc.toFloatArray(), what);
-                    } else {
-                        dc.memset(0xFF);
-                        kernels.sgemm().multiply(stream, config, m, n, k, 1f, da, db, 0f, dc, dbias, workspace);
-                        stream.synchronize();
-                        Reference.assertClose(fused, dc.toFloatArray(), what);
-                    }
+                    problem.check(kernels, stream, instance.withSlices(s), workspace);
                     checked++;
                 }
             }
@@ -126,21 +106,11 @@ class SplitKTest {
                 stream.synchronize();
                 assertArrayEquals(first, bits(d.toFloatArray()), "run " + run + " " + TestData.seedDescription(seed));
             }
-            CudaGraph graph;
-            try (StreamCapture capture = stream.beginCapture(CaptureMode.THREAD_LOCAL)) {
+            assertGraphReplaysGive(first, () -> {
                 for (int launch = 0; launch < 4; launch++) {
                     kernels.sgemm().multiply(stream, config, m, n, k, 1f, a, b, 0f, d, dbias, workspace);
                 }
-                graph = capture.end();
-            }
-            try (graph; GraphExec exec = graph.instantiate()) {
-                for (int replay = 0; replay < 5; replay++) {
-                    d.memset(0xFF);
-                    exec.launch(stream);
-                    stream.synchronize();
-                    assertArrayEquals(first, bits(d.toFloatArray()), "replay " + replay);
-                }
-            }
+            }, d, 5, "4 launches");
         }
     }
 
@@ -309,19 +279,8 @@ class SplitKTest {
                         assertArrayEquals(expected, bits(y.toFloatArray()), mode + " run " + run + " "
                                 + TestData.seedDescription(seed));
                     }
-                    CudaGraph graph;
-                    try (StreamCapture capture = stream.beginCapture(CaptureMode.THREAD_LOCAL)) {
-                        overlapped.forward(stream, batch, x, y, mode);
-                        graph = capture.end();
-                    }
-                    try (graph; GraphExec exec = graph.instantiate()) {
-                        for (int replay = 0; replay < 20; replay++) {
-                            y.memset(0xFF);
-                            exec.launch(stream);
-                            stream.synchronize();
-                            assertArrayEquals(expected, bits(y.toFloatArray()), mode + " replay " + replay);
-                        }
-                    }
+                    assertGraphReplaysGive(expected, () -> overlapped.forward(stream, batch, x, y, mode), y, 20,
+                            mode.toString());
                 }
             }
         } finally {
@@ -458,6 +417,27 @@ class SplitKTest {
                         () -> mlp.forward(stream, 9, x, y, Linear.Mode.FUSED));
                 assertEquals("batch must be 1 to 8, got 9", batch.getMessage());
                 assertThrows(IllegalArgumentException.class, () -> mlp.forward(stream, 8, x, x, Linear.Mode.FUSED));
+            }
+        }
+    }
+
+    /**
+     * Captures {@code work} from the stream, then replays the graph {@code replays} times with
+     * {@code output} poisoned before each: every replay must give {@code expected}'s bits.
+     */
+    private static void assertGraphReplaysGive(int[] expected, Runnable work, DeviceBuffer output, int replays,
+            String what) {
+        CudaGraph graph;
+        try (StreamCapture capture = stream.beginCapture(CaptureMode.THREAD_LOCAL)) {
+            work.run();
+            graph = capture.end();
+        }
+        try (graph; GraphExec exec = graph.instantiate()) {
+            for (int replay = 0; replay < replays; replay++) {
+                output.memset(0xFF);
+                exec.launch(stream);
+                stream.synchronize();
+                assertArrayEquals(expected, bits(output.toFloatArray()), what + ", replay " + replay);
             }
         }
     }

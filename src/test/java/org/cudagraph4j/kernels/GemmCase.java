@@ -1,0 +1,65 @@
+package org.cudagraph4j.kernels;
+
+import org.cudagraph4j.CudaDevice;
+import org.cudagraph4j.CudaStream;
+import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.TestData;
+
+/**
+ * One random sgemm problem on the device, with its float64 references: {@code 1.5·A·op(B) − 0.75·C}
+ * for linear-combination instances and {@code relu(A·op(B) + bias)} for bias+ReLU ones.
+ * {@link #check} runs an instance on it and compares, with the output poisoned or reset first.
+ */
+final class GemmCase implements AutoCloseable {
+    final long seed = TestData.newSeed();
+    private final int m;
+    private final int n;
+    private final int k;
+    private final float[] c;
+    private final double[] linear;
+    private final double[] fused;
+    private final DeviceBuffer a;
+    private final DeviceBuffer b;
+    private final DeviceBuffer bias;
+    private final DeviceBuffer out;
+
+    GemmCase(CudaDevice device, int m, int n, int k, boolean bTransposed) {
+        this.m = m;
+        this.n = n;
+        this.k = k;
+        float[] hostA = TestData.randomFloats(m * k, seed);
+        float[] hostB = TestData.randomFloats(k * n, seed + 1);
+        this.c = TestData.randomFloats(m * n, seed + 2);
+        float[] hostBias = TestData.randomFloats(n, seed + 3);
+        this.linear = Reference.gemm(m, n, k, 1.5, hostA, hostB, bTransposed, -0.75, c);
+        this.fused = Reference.biasRelu(Reference.gemm(m, n, k, 1, hostA, hostB, bTransposed, 0, c), m, n, hostBias);
+        this.a = TestData.upload(device, hostA);
+        this.b = TestData.upload(device, hostB);
+        this.bias = TestData.upload(device, hostBias);
+        this.out = device.allocateFloats((long) m * n);
+    }
+
+    /** Runs {@code config} (through {@code workspace}, which may be null) and compares with the reference. */
+    void check(ShippedKernels kernels, CudaStream stream, GemmConfig config, GemmWorkspace workspace) {
+        String what = config.kernelName() + (config.splitK() ? " slices=" + config.slices() : "") + " "
+                + TestData.seedDescription(seed);
+        if (config.epilogue() == GemmConfig.Epilogue.LINEAR_COMBINATION) {
+            out.copyFrom(c);
+            kernels.sgemm().multiply(stream, config, m, n, k, 1.5f, a, b, -0.75f, out, null, workspace);
+            stream.synchronize();
+            Reference.assertClose(linear, out.toFloatArray(), what);
+        } else {
+            out.memset(0xFF);
+            kernels.sgemm().multiply(stream, config, m, n, k, 1f, a, b, 0f, out, bias, workspace);
+            stream.synchronize();
+            Reference.assertClose(fused, out.toFloatArray(), what);
+        }
+    }
+
+    @Override
+    public void close() {
+        try (a; b; bias) {
+            out.close();
+        }
+    }
+}
