@@ -22,6 +22,8 @@ final class SgemmTuning {
 
     private final int multiprocessors;
     private final List<Entry> entries;
+    /** Each entry's log m, log n, log k: {@link #nearest} runs on every launch that chooses. */
+    private final double[][] logs;
     private final int largestM;
 
     SgemmTuning(int multiprocessors, List<Entry> entries) {
@@ -30,6 +32,8 @@ final class SgemmTuning {
         }
         this.multiprocessors = multiprocessors;
         this.entries = List.copyOf(entries);
+        this.logs = entries.stream().map(e -> new double[] {Math.log(e.m()), Math.log(e.n()), Math.log(e.k())})
+                .toArray(double[][]::new);
         this.largestM = entries.stream().mapToInt(Entry::m).max().orElseThrow();
     }
 
@@ -80,13 +84,15 @@ final class SgemmTuning {
         if (m > largestM) {
             return null;
         }
+        double logM = Math.log(m);
+        double logN = Math.log(n);
+        double logK = Math.log(k);
         Entry best = null;
         double bestDistance = Double.MAX_VALUE;
-        for (Entry e : entries) {
-            double distance = Math.abs(Math.log((double) m / e.m())) + Math.abs(Math.log((double) n / e.n()))
-                    + Math.abs(Math.log((double) k / e.k()));
+        for (int i = 0; i < logs.length; i++) {
+            double distance = Math.abs(logM - logs[i][0]) + Math.abs(logN - logs[i][1]) + Math.abs(logK - logs[i][2]);
             if (distance < bestDistance) {
-                best = e;
+                best = entries.get(i);
                 bestDistance = distance;
             }
         }
