@@ -7,6 +7,7 @@ import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -164,7 +165,7 @@ public final class InferenceServer implements AutoCloseable {
     }
 
     private static void json(ServerResponse res, Status status, String json) {
-        send(res, status, json.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        send(res, status, json.getBytes(StandardCharsets.UTF_8));
     }
 
     private static void error(ServerResponse res, Status status, String message) {
