@@ -111,6 +111,7 @@ class ReliabilityTest {
         int n = 10_007;
         CudaLibrary own = TestData.testKernels();
         DeviceBuffer scratch = device.allocateFloats(n);
+        scratch.memset(0xFF); // for initcheck, which checks the captured copy's source at launch
         CudaGraph graph;
         try (DeviceBuffer out = device.allocateFloats(n)) {
             try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
@@ -155,6 +156,9 @@ class ReliabilityTest {
     /** Kernel writes {@code scratch[i] = i * scale}, then a memcpy node copies it to {@code out}. */
     private static CudaGraph writeThenCopy(CudaKernel writePattern, DeviceBuffer scratch, DeviceBuffer out, int n,
             float scale, boolean closeScratch) {
+        // Poisoned first: initcheck checks a graph's memcpy source when the graph is launched,
+        // before the kernel node upstream has run, and would call a fresh scratch uninitialized.
+        scratch.memset(0xFF);
         CudaGraph graph = CudaGraph.create();
         GraphNode write = graph.addKernel(KernelNodeParams.of(writePattern, Dim3.of(16), Dim3.of(256), 0,
                 scratch, n, scale, 0f));
@@ -206,6 +210,9 @@ class ReliabilityTest {
             try {
                 for (int update = 0; update < 6; update++) {
                     DeviceBuffer scratch = device.allocateFloats(floats);
+                    // Poisoned, so that 15f below comes from the kernel; and initcheck checks the
+                    // memcpy node's source at launch, before the kernel node upstream has run.
+                    scratch.memset(0xFF);
                     try (CudaGraph graph = CudaGraph.create()) {
                         GraphNode write = graph.addKernel(KernelNodeParams.of(writePattern, Dim3.of(1024),
                                 Dim3.of(256), 0, scratch, n, (float) update, 0f));

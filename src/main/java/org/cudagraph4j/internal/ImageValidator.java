@@ -637,6 +637,62 @@ public final class ImageValidator {
                         + "offset %d", textEnd, at);
             }
         }
+        checkPtxLexically(ptx, textEnd);
+    }
+
+    /**
+     * PTX is ASCII, and a string literal ends on its own line. Both are checked because the driver's
+     * PTX parser does not: on an H200 (driver 580) a stray {@code "} in the code, one flipped bit
+     * away from a space, corrupts its heap and aborts the process ("malloc(): invalid size").
+     * Comments may hold anything printable, quotes included.
+     */
+    private static void checkPtxLexically(MemorySegment ptx, long textEnd) {
+        long line = 1;
+        long stringStart = -1;
+        boolean lineComment = false;
+        boolean blockComment = false;
+        for (long at = 0; at < textEnd; at++) {
+            int c = u8(ptx, at);
+            if (c == '\n') {
+                if (stringStart >= 0) {
+                    throw invalid("line %d has an unterminated string literal (the \" at offset %d)", line,
+                            stringStart);
+                }
+                line++;
+                lineComment = false;
+                continue;
+            }
+            if (c != '\t' && c != '\r' && (c < 0x20 || c > 0x7E)) {
+                throw invalid("byte 0x%02x at offset %d (line %d) is not PTX text, which is printable ASCII", c, at,
+                        line);
+            }
+            if (lineComment) {
+                continue;
+            }
+            int next = at + 1 < textEnd ? u8(ptx, at + 1) : 0;
+            if (blockComment) {
+                if (c == '*' && next == '/') {
+                    blockComment = false;
+                    at++;
+                }
+            } else if (stringStart >= 0) {
+                if (c == '\\' && next != '\n') {
+                    at++; // an escaped character, a quote included
+                } else if (c == '"') {
+                    stringStart = -1;
+                }
+            } else if (c == '"') {
+                stringStart = at;
+            } else if (c == '/' && next == '/') {
+                lineComment = true;
+            } else if (c == '/' && next == '*') {
+                blockComment = true;
+                at++;
+            }
+        }
+        if (stringStart >= 0) {
+            throw invalid("line %d has an unterminated string literal (the \" at offset %d)", line, stringStart);
+        }
     }
 
     /** The first index of {@code pattern} in {@code [from, end)}, or -1. */

@@ -127,12 +127,14 @@ class GraphTest {
             try (StreamCapture capture = stream.beginCapture(CaptureMode.RELAXED);
                     DeviceBuffer scratch = device.allocateFloats(16)) {
                 writePattern.launch(config(stream), scratch, 16, 1f, 0f);
-                out.copyFromAsync(scratch, stream);
+                // out += scratch, by a kernel: initcheck checks a graph's memcpy source at launch,
+                // before the kernel upstream has written it, so a copy node would be reported.
+                saxpy.launch(config(stream), 16, 1f, scratch, out);
                 graph = capture.end();
             }
             try (graph; GraphExec exec = graph.instantiate()) {
                 assertEquals(2, graph.nodes().size());
-                out.memset(0xFF);
+                out.memset(0);
                 exec.launch(stream);
                 stream.synchronize();
                 assertEquals(15f, out.toFloatArray()[15], "the graph keeps the scratch buffer it captured");
@@ -322,6 +324,10 @@ class GraphTest {
         CudaLibrary ownLibrary = TestData.testKernels();
         DeviceBuffer dx = device.allocateFloats(N);
         DeviceBuffer dy = device.allocateFloats(N);
+        // Poisoned first, so the check below proves the kernel wrote dx. It also keeps initcheck
+        // quiet: the sanitizer checks a graph's memcpy source when the graph is launched, before
+        // the kernel node upstream of it has run, and would call a fresh dx uninitialized.
+        dx.memset(0xFF);
         CudaGraph graph = CudaGraph.create();
         graph.addKernel(KernelNodeParams.of(ownLibrary.kernel("write_pattern"), Dim3.of(40), Dim3.of(256), 0,
                 dx, N, 1f, 7f));

@@ -246,6 +246,40 @@ class ImageValidatorTest {
         assertEquals(Kind.PTX, ImageValidator.validate("k.ptx", terminated));
     }
 
+    @Test
+    void ptxWithAStrayQuoteIsRefusedBeforeTheDriverParsesIt() {
+        // The fuzz's mutation #251 of the shipped compute_120 PTX: one flipped bit turned a space into
+        // a quote, and the driver's PTX parser aborted the process.
+        String header = ".version 9.0\n.target sm_90\n.address_size 64\n";
+        byte[] stray = (header + "\tselp.b32 \t%r630,\"%r663, 0, %p136;\n").getBytes(StandardCharsets.US_ASCII);
+        assertRejected("library image k.ptx is not a valid PTX image: line 4 has an unterminated string literal (the \" "
+                + "at offset 61)", "k.ptx", stray);
+        byte[] atTheEnd = (header + ".pragma \"nounroll;").getBytes(StandardCharsets.US_ASCII);
+        assertRejected("library image k.ptx is not a valid PTX image: line 4 has an unterminated string literal (the \" "
+                + "at offset 52)", "k.ptx", atTheEnd);
+    }
+
+    @Test
+    void ptxStringsAndCommentsMayHoldQuotes() {
+        String ptx = ".version 9.0\n.target sm_90 // a \"quoted\" target\n.file 1 \"a \\\"b\\\".cu\"\n"
+                + "/* an \" unpaired quote\n in a block comment */\n// and \" in a line comment\n"
+                + ".pragma \"nounroll\";\r\n";
+        assertEquals(Kind.PTX, ImageValidator.validate("k.ptx", ptx.getBytes(StandardCharsets.US_ASCII)));
+    }
+
+    @Test
+    void ptxIsPrintableAscii() {
+        // Past the first 64 bytes, which decide whether an image is text at all.
+        String text = "// " + "-".repeat(70) + "\n.version 9.0\n.target sm_90\nadd.s32 %r1, %r2, 1;\n";
+        byte[] ptx = text.getBytes(StandardCharsets.US_ASCII);
+        int at = text.indexOf("%r2");
+        for (int bad : new int[] {0xA5, 0x02, 0x7F}) {
+            ptx[at] = (byte) bad;
+            assertRejected(String.format("library image k.ptx is not a valid PTX image: byte 0x%02x at offset %d (line 4)"
+                    + " is not PTX text, which is printable ASCII", bad, at), "k.ptx", ptx);
+        }
+    }
+
     private static void assertRejected(String message, String name, byte[] image) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> ImageValidator.validate(name, image));
