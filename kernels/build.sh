@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the shipped kernels into kernels/build/: one cubin per architecture, PTX for newer GPUs,
-# the ptxas resource report for sm_90 and manifest.properties.
+# the conditional-node kernels' PTX, the ptxas resource report for sm_90 and manifest.properties.
 #
 #   kernels/build.sh          rebuild kernels/build/
 #   kernels/build.sh --check  rebuild into a temporary folder; fail if kernels/build/ differs
@@ -14,6 +14,7 @@ NVCC="${NVCC:-${CUDA_HOME:-/usr/local/cuda}/bin/nvcc}"
 ARCHS=(80 86 89 90 100 120)
 PTX_ARCH=120
 NAME=cg4j_kernels
+CONDITIONAL=cg4j_conditional.compute_80.ptx
 FLAGS=(-std=c++17 -O3 -Iinclude)
 
 die() { echo "kernels/build.sh: $*" >&2; exit 1; }
@@ -30,6 +31,8 @@ build_into() {
     "$NVCC" "${FLAGS[@]}" -arch=sm_$a -cubin -o "$out/$NAME.sm_$a.cubin" src/$NAME.cu & pids+=($!)
   done
   "$NVCC" "${FLAGS[@]}" -arch=compute_$PTX_ARCH -ptx -o "$out/$NAME.compute_$PTX_ARCH.ptx" src/$NAME.cu & pids+=($!)
+  # The conditional-node kernels are a few instructions: PTX alone, JIT-compiled for any sm_80+.
+  "$NVCC" "${FLAGS[@]}" -arch=compute_80 -ptx -o "$out/$CONDITIONAL" src/cg4j_conditional.cu & pids+=($!)
   local tmp; tmp="$(mktemp -d)"
   "$NVCC" "${FLAGS[@]}" -arch=sm_80 -Isrc -o "$tmp/manifest_gen" src/manifest_gen.cu & pids+=($!)
   for p in "${pids[@]}"; do wait "$p" || die "nvcc failed"; done
@@ -49,6 +52,8 @@ build_into() {
     done
     echo "ptx.compute_$PTX_ARCH=$NAME.compute_$PTX_ARCH.ptx"
     echo "sha256.$NAME.compute_$PTX_ARCH.ptx=$(sha256sum "$out/$NAME.compute_$PTX_ARCH.ptx" | cut -d' ' -f1)"
+    echo "ptx.conditional=$CONDITIONAL"
+    echo "sha256.$CONDITIONAL=$(sha256sum "$out/$CONDITIONAL" | cut -d' ' -f1)"
     "$tmp/manifest_gen"
   } > "$out/manifest.properties"
   rm -rf "$tmp"

@@ -1400,6 +1400,24 @@ public class cudart_h extends cudart_h$shared {
     public static int cudaStreamCaptureModeRelaxed() {
         return cudaStreamCaptureModeRelaxed;
     }
+    private static final int cudaStreamAddCaptureDependencies = (int)0L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaStreamUpdateCaptureDependenciesFlags.cudaStreamAddCaptureDependencies = 0
+     * }
+     */
+    public static int cudaStreamAddCaptureDependencies() {
+        return cudaStreamAddCaptureDependencies;
+    }
+    private static final int cudaStreamSetCaptureDependencies = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaStreamUpdateCaptureDependenciesFlags.cudaStreamSetCaptureDependencies = 1
+     * }
+     */
+    public static int cudaStreamSetCaptureDependencies() {
+        return cudaStreamSetCaptureDependencies;
+    }
     private static final int cudaFuncAttributeMaxDynamicSharedMemorySize = (int)8L;
     /**
      * {@snippet lang=c :
@@ -1489,6 +1507,12 @@ public class cudart_h extends cudart_h$shared {
     public static final AddressLayout cudaGraphNode_t = cudart_h.C_POINTER;
     /**
      * {@snippet lang=c :
+     * typedef unsigned long long cudaGraphConditionalHandle
+     * }
+     */
+    public static final OfLong cudaGraphConditionalHandle = cudart_h.C_LONG_LONG;
+    /**
+     * {@snippet lang=c :
      * typedef struct CUkern_st *cudaKernel_t
      * }
      */
@@ -1499,6 +1523,42 @@ public class cudart_h extends cudart_h$shared {
      * }
      */
     public static final AddressLayout cudaLibrary_t = cudart_h.C_POINTER;
+    private static final int cudaGraphCondAssignDefault = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaGraphConditionalHandleFlags.cudaGraphCondAssignDefault = 1
+     * }
+     */
+    public static int cudaGraphCondAssignDefault() {
+        return cudaGraphCondAssignDefault;
+    }
+    private static final int cudaGraphCondTypeIf = (int)0L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaGraphConditionalNodeType.cudaGraphCondTypeIf = 0
+     * }
+     */
+    public static int cudaGraphCondTypeIf() {
+        return cudaGraphCondTypeIf;
+    }
+    private static final int cudaGraphCondTypeWhile = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaGraphConditionalNodeType.cudaGraphCondTypeWhile = 1
+     * }
+     */
+    public static int cudaGraphCondTypeWhile() {
+        return cudaGraphCondTypeWhile;
+    }
+    private static final int cudaGraphCondTypeSwitch = (int)2L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaGraphConditionalNodeType.cudaGraphCondTypeSwitch = 2
+     * }
+     */
+    public static int cudaGraphCondTypeSwitch() {
+        return cudaGraphCondTypeSwitch;
+    }
     private static final int cudaGraphNodeTypeKernel = (int)0L;
     /**
      * {@snippet lang=c :
@@ -3263,6 +3323,70 @@ public class cudart_h extends cudart_h$shared {
                 traceDowncall("cudaStreamGetCaptureInfo", stream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
             }
             return (int)mh$.invokeExact(stream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaStreamUpdateCaptureDependencies {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER,
+            cudart_h.C_LONG,
+            cudart_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaStreamUpdateCaptureDependencies").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaStreamUpdateCaptureDependencies"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags)
+     * }
+     */
+    public static FunctionDescriptor cudaStreamUpdateCaptureDependencies$descriptor() {
+        return cudaStreamUpdateCaptureDependencies.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags)
+     * }
+     */
+    public static MethodHandle cudaStreamUpdateCaptureDependencies$handle() {
+        return cudaStreamUpdateCaptureDependencies.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags)
+     * }
+     */
+    public static MemorySegment cudaStreamUpdateCaptureDependencies$address() {
+        return cudaStreamUpdateCaptureDependencies.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags)
+     * }
+     */
+    public static int cudaStreamUpdateCaptureDependencies(MemorySegment stream, MemorySegment dependencies, MemorySegment dependencyData, long numDependencies, int flags) {
+        var mh$ = cudaStreamUpdateCaptureDependencies.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaStreamUpdateCaptureDependencies", stream, dependencies, dependencyData, numDependencies, flags);
+            }
+            return (int)mh$.invokeExact(stream, dependencies, dependencyData, numDependencies, flags);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {
@@ -6789,6 +6913,134 @@ public class cudart_h extends cudart_h$shared {
                 traceDowncall("cudaGraphDebugDotPrint", graph, path, flags);
             }
             return (int)mh$.invokeExact(graph, path, flags);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaGraphAddNode {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER,
+            cudart_h.C_LONG,
+            cudart_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaGraphAddNode").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaGraphAddNode"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, struct cudaGraphNodeParams *nodeParams)
+     * }
+     */
+    public static FunctionDescriptor cudaGraphAddNode$descriptor() {
+        return cudaGraphAddNode.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, struct cudaGraphNodeParams *nodeParams)
+     * }
+     */
+    public static MethodHandle cudaGraphAddNode$handle() {
+        return cudaGraphAddNode.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, struct cudaGraphNodeParams *nodeParams)
+     * }
+     */
+    public static MemorySegment cudaGraphAddNode$address() {
+        return cudaGraphAddNode.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, struct cudaGraphNodeParams *nodeParams)
+     * }
+     */
+    public static int cudaGraphAddNode(MemorySegment pGraphNode, MemorySegment graph, MemorySegment pDependencies, MemorySegment dependencyData, long numDependencies, MemorySegment nodeParams) {
+        var mh$ = cudaGraphAddNode.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaGraphAddNode", pGraphNode, graph, pDependencies, dependencyData, numDependencies, nodeParams);
+            }
+            return (int)mh$.invokeExact(pGraphNode, graph, pDependencies, dependencyData, numDependencies, nodeParams);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaGraphConditionalHandleCreate {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER,
+            cudart_h.C_INT,
+            cudart_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaGraphConditionalHandleCreate").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaGraphConditionalHandleCreate"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle *pHandle_out, cudaGraph_t graph, unsigned int defaultLaunchValue, unsigned int flags)
+     * }
+     */
+    public static FunctionDescriptor cudaGraphConditionalHandleCreate$descriptor() {
+        return cudaGraphConditionalHandleCreate.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle *pHandle_out, cudaGraph_t graph, unsigned int defaultLaunchValue, unsigned int flags)
+     * }
+     */
+    public static MethodHandle cudaGraphConditionalHandleCreate$handle() {
+        return cudaGraphConditionalHandleCreate.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle *pHandle_out, cudaGraph_t graph, unsigned int defaultLaunchValue, unsigned int flags)
+     * }
+     */
+    public static MemorySegment cudaGraphConditionalHandleCreate$address() {
+        return cudaGraphConditionalHandleCreate.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle *pHandle_out, cudaGraph_t graph, unsigned int defaultLaunchValue, unsigned int flags)
+     * }
+     */
+    public static int cudaGraphConditionalHandleCreate(MemorySegment pHandle_out, MemorySegment graph, int defaultLaunchValue, int flags) {
+        var mh$ = cudaGraphConditionalHandleCreate.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaGraphConditionalHandleCreate", pHandle_out, graph, defaultLaunchValue, flags);
+            }
+            return (int)mh$.invokeExact(pHandle_out, graph, defaultLaunchValue, flags);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {

@@ -4,15 +4,21 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.PriorityQueue;
 import java.util.Queue;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
+import java.util.stream.Collectors;
 import org.cudagraph4j.CudaEvent;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
@@ -44,6 +50,13 @@ public final class CudaGraph implements AutoCloseable {
     private final Map<Long, List<Lifetime>> kernelNodeResources = new ConcurrentHashMap<>();
     private final Queue<Lifetime> otherResources = new ConcurrentLinkedQueue<>();
     private final Map<Long, KernelNodeParams> kernelParams = new ConcurrentHashMap<>();
+    /** Conditional nodes by node address, and their bodies, which close with this graph. */
+    private final Map<Long, ConditionalNode> conditionals = new ConcurrentHashMap<>();
+    private final List<CudaGraph> bodies = new CopyOnWriteArrayList<>();
+    /** Whether a conditional node's body: the node owns the native graph, and close() does nothing. */
+    private final boolean body;
+    /** CUDA allows one executable at a time of a graph with conditional nodes. */
+    private final AtomicBoolean conditionalExecAlive = new AtomicBoolean();
 
     /**
      * Takes ownership of {@code handle}, which is destroyed if this constructor fails.
@@ -65,9 +78,21 @@ public final class CudaGraph implements AutoCloseable {
         otherResources.addAll(captured.others());
         capturedKernels.forEach((node, params) -> kernelParams.put(node, (KernelNodeParams) params));
         HeldResources release = resources;
+        List<CudaGraph> nested = bodies;
+        this.body = false;
         this.lifetime = new Lifetime(LiveCounters.Kind.GRAPH, 0,
-                String.format("CudaGraph 0x%016X", handle.address()), () -> free(handle, release));
+                String.format("CudaGraph 0x%016X", handle.address()), () -> free(handle, release, nested));
         lifetime.watch(this);
+    }
+
+    /** A conditional node's body, which the node owns; it is closed by the graph that holds the node. */
+    private CudaGraph(MemorySegment handle, String description) {
+        this.handle = handle;
+        this.held = new HeldResources();
+        this.body = true;
+        HeldResources release = held;
+        List<CudaGraph> nested = bodies;
+        this.lifetime = new Lifetime(LiveCounters.Kind.GRAPH, 0, description, () -> closeBodies(nested, release));
     }
 
     /**
@@ -198,9 +223,11 @@ public final class CudaGraph implements AutoCloseable {
      * @param dependencies nodes of this graph that must complete first; none for a root node
      * @return the new node
      * @throws IllegalArgumentException if a dependency belongs to another graph
-     * @throws IllegalStateException if this graph or {@code event} is closed
+     * @throws IllegalStateException if this graph or {@code event} is closed, or this graph is a conditional
+     *     node's body, where CUDA allows no event nodes
      */
     public GraphNode addEventRecord(CudaEvent event, GraphNode... dependencies) {
+        ensureAllowedHere(GraphNodeType.EVENT_RECORD);
         return addNode(lifetimesOf(event),
                 () -> Graphs.addEventRecordNode(handle(), handles(dependencies), event.handle()));
     }
@@ -212,9 +239,11 @@ public final class CudaGraph implements AutoCloseable {
      * @param dependencies nodes of this graph that must complete first; none for a root node
      * @return the new node
      * @throws IllegalArgumentException if a dependency belongs to another graph
-     * @throws IllegalStateException if this graph or {@code event} is closed
+     * @throws IllegalStateException if this graph or {@code event} is closed, or this graph is a conditional
+     *     node's body, where CUDA allows no event nodes
      */
     public GraphNode addEventWait(CudaEvent event, GraphNode... dependencies) {
+        ensureAllowedHere(GraphNodeType.WAIT_EVENT);
         return addNode(lifetimesOf(event),
                 () -> Graphs.addEventWaitNode(handle(), handles(dependencies), event.handle()));
     }
@@ -225,12 +254,115 @@ public final class CudaGraph implements AutoCloseable {
      * @param child the graph to copy; what its nodes use is kept alive for the copy
      * @param dependencies nodes of this graph that must complete first; none for a root node
      * @return the new node
-     * @throws IllegalArgumentException if a dependency belongs to another graph
+     * @throws IllegalArgumentException if a dependency belongs to another graph; if {@code child} holds
+     *     conditional nodes, which CUDA does not allow in a child graph; or if this graph is a conditional
+     *     node's body and {@code child} holds a node kind a body may not (at any depth)
      * @throws IllegalStateException if this graph or {@code child} is closed
      */
     public GraphNode addChildGraph(CudaGraph child, GraphNode... dependencies) {
+        Objects.requireNonNull(child, "child");
+        checkChild(child.handle(), child.toString());
         return addNode(child.resources().all(),
                 () -> Graphs.addChildGraphNode(handle(), handles(dependencies), child.handle()));
+    }
+
+    /**
+     * A handle for this graph's conditional nodes, starting at 0 on every launch.
+     *
+     * @return the new handle; it lives as long as this graph
+     * @throws IllegalStateException if this graph is closed
+     * @see #conditionalHandle(int, boolean)
+     */
+    public ConditionalHandle conditionalHandle() {
+        return conditionalHandle(0, true);
+    }
+
+    /**
+     * A handle for this graph's conditional nodes ({@code cudaGraphConditionalHandleCreate}).
+     *
+     * @param defaultValue the value at the start of each launch, if {@code resetEachLaunch}
+     * @param resetEachLaunch whether each launch starts at {@code defaultValue}
+     *     ({@code cudaGraphCondAssignDefault}); if not, the value is what the device last set, so a
+     *     kernel must set it before the node first runs
+     * @return the new handle; it lives as long as this graph
+     * @throws IllegalStateException if this graph is closed
+     */
+    public ConditionalHandle conditionalHandle(int defaultValue, boolean resetEachLaunch) {
+        MemorySegment graph = handle();
+        return new ConditionalHandle(Graphs.createConditionalHandle(graph, defaultValue, resetEachLaunch), graph,
+                defaultValue, resetEachLaunch);
+    }
+
+    /**
+     * Adds a node that runs its body once if {@code condition}'s value is non-zero.
+     *
+     * @param condition a handle of this graph; set it with a kernel among {@code dependencies}
+     * @param dependencies nodes of this graph that must complete first; none for a root node
+     * @return the node and its empty body, to fill
+     * @throws IllegalArgumentException if {@code condition} or a dependency belongs to another graph
+     * @throws IllegalStateException if this graph is closed
+     */
+    public ConditionalNode ifThen(ConditionalHandle condition, GraphNode... dependencies) {
+        return addConditional(condition, ConditionalType.IF, 1, dependencies);
+    }
+
+    /**
+     * Adds a node that runs its THEN body if {@code condition}'s value is non-zero and its ELSE body
+     * otherwise (CUDA 12.8 and later).
+     *
+     * @param condition a handle of this graph
+     * @param dependencies nodes of this graph that must complete first; none for a root node
+     * @return the node and its two empty bodies, {@link ConditionalNode#body()} and
+     *     {@link ConditionalNode#elseBody()}
+     * @throws IllegalArgumentException if {@code condition} or a dependency belongs to another graph
+     * @throws IllegalStateException if this graph is closed
+     */
+    public ConditionalNode ifThenElse(ConditionalHandle condition, GraphNode... dependencies) {
+        return addConditional(condition, ConditionalType.IF, 2, dependencies);
+    }
+
+    /**
+     * Adds a node that runs its body while {@code condition}'s value is non-zero, checking before
+     * each run: the body sets the value for the next check (see {@link ConditionalKernels}).
+     *
+     * @param condition a handle of this graph
+     * @param dependencies nodes of this graph that must complete first; none for a root node
+     * @return the node and its empty body, to fill
+     * @throws IllegalArgumentException if {@code condition} or a dependency belongs to another graph
+     * @throws IllegalStateException if this graph is closed
+     */
+    public ConditionalNode whileLoop(ConditionalHandle condition, GraphNode... dependencies) {
+        return addConditional(condition, ConditionalType.WHILE, 1, dependencies);
+    }
+
+    /**
+     * Adds a node that runs body {@code n} when {@code condition}'s value is {@code n}, and none
+     * when the value is {@code cases} or more (CUDA 12.8 and later).
+     *
+     * @param condition a handle of this graph
+     * @param cases the number of bodies, at least 1
+     * @param dependencies nodes of this graph that must complete first; none for a root node
+     * @return the node and its empty bodies, {@link ConditionalNode#caseBody(int)}
+     * @throws IllegalArgumentException if {@code cases} is below 1, or {@code condition} or a dependency
+     *     belongs to another graph
+     * @throws IllegalStateException if this graph is closed
+     */
+    public ConditionalNode switchOf(ConditionalHandle condition, int cases, GraphNode... dependencies) {
+        if (cases < 1) {
+            throw new IllegalArgumentException("a SWITCH node needs at least 1 case, got " + cases);
+        }
+        return addConditional(condition, ConditionalType.SWITCH, cases, dependencies);
+    }
+
+    /**
+     * Whether this graph is a conditional node's body. A body may hold only kernel, empty, child
+     * graph, memset, memcpy and conditional nodes (CUDA's rule, checked as nodes are added); it is
+     * owned by the graph that holds its node, closes with it, and cannot be instantiated alone.
+     *
+     * @return whether this graph is a body
+     */
+    public boolean isConditionalBody() {
+        return body;
     }
 
     /**
@@ -321,7 +453,14 @@ public final class CudaGraph implements AutoCloseable {
             GraphNode node = nodes.get(id);
             snapshotNodes.add(new GraphSnapshot.Node(id, topoIds[id], node.type(), fields(node)));
         }
-        return new GraphSnapshot(snapshotNodes, edges);
+        Map<Integer, List<GraphSnapshot>> bodySnapshots = new HashMap<>();
+        for (int id = 0; id < nodes.size(); id++) {
+            ConditionalNode conditional = conditionals.get(nodes.get(id).rawHandle().address());
+            if (conditional != null) {
+                bodySnapshots.put(id, conditional.bodies().stream().map(CudaGraph::snapshot).toList());
+            }
+        }
+        return new GraphSnapshot(snapshotNodes, edges, bodySnapshots);
     }
 
     /**
@@ -374,10 +513,16 @@ public final class CudaGraph implements AutoCloseable {
         return lifetime.isOpen();
     }
 
-    /** Destroys the graph and lets go of what its nodes used. Executables made from it stay valid. */
+    /**
+     * Destroys the graph and lets go of what its nodes used. Executables made from it stay valid.
+     * Does nothing for a {@linkplain #isConditionalBody() conditional body}, which closes with the
+     * graph that holds its node.
+     */
     @Override
     public void close() {
-        lifetime.close();
+        if (!body) {
+            lifetime.close();
+        }
     }
 
     @Override
@@ -399,7 +544,56 @@ public final class CudaGraph implements AutoCloseable {
 
     /** What the nodes use, for an executable made from this graph to hold. */
     NodeResources resources() {
-        return new NodeResources(kernelNodeResources, List.copyOf(otherResources));
+        if (bodies.isEmpty()) {
+            return new NodeResources(kernelNodeResources, List.copyOf(otherResources));
+        }
+        Map<Long, List<Lifetime>> kernelNodes = new HashMap<>(kernelNodeResources);
+        List<Lifetime> others = new ArrayList<>(otherResources);
+        for (CudaGraph nested : bodies) {
+            NodeResources used = nested.resources();
+            kernelNodes.putAll(used.kernelNodes());
+            others.addAll(used.others());
+        }
+        return new NodeResources(kernelNodes, others);
+    }
+
+    /** Wraps the bodies the runtime made for a conditional node of the graph named {@code owner}. */
+    static List<CudaGraph> bodies(List<MemorySegment> handles, ConditionalType type, String owner) {
+        List<CudaGraph> wrapped = new ArrayList<>(handles.size());
+        for (int i = 0; i < handles.size(); i++) {
+            wrapped.add(new CudaGraph(handles.get(i), String.format("body %d (0x%016X) of a %s node in %s", i,
+                    handles.get(i).address(), type, owner)));
+        }
+        return wrapped;
+    }
+
+    /** Takes in conditional nodes added during the capture this graph came from. */
+    void adoptConditionals(List<ConditionalNode> captured) {
+        for (ConditionalNode node : captured) {
+            register(node);
+            node.adoptedBy(this);
+        }
+    }
+
+    /** Closes a body that will never join a graph (its capture was discarded). */
+    void closeBody() {
+        if (body) {
+            lifetime.close();
+        }
+    }
+
+    /** Whether {@code graph} holds a conditional node at its top level. */
+    static boolean hasConditionalNodes(MemorySegment graph) {
+        for (MemorySegment node : Graphs.nodes(graph)) {
+            if (Graphs.nodeType(node) == GraphNodeType.CONDITIONAL.value()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    Optional<ConditionalNode> conditionalOf(MemorySegment node) {
+        return Optional.ofNullable(conditionals.get(node.address()));
     }
 
     GraphNode node(MemorySegment handle) {
@@ -472,6 +666,31 @@ public final class CudaGraph implements AutoCloseable {
     }
 
     private GraphExec instantiate(MemorySegment uploadStream, InstantiateFlag... flags) {
+        if (body) {
+            throw new IllegalStateException(this + " runs as part of its conditional node: instantiate the graph that "
+                    + "holds the node");
+        }
+        boolean conditional = hasConditionalNodes(handle());
+        if (conditional && !conditionalExecAlive.compareAndSet(false, true)) {
+            throw new IllegalStateException(this + " holds conditional nodes, and CUDA allows one executable of such a "
+                    + "graph at a time: close the other one first");
+        }
+        try {
+            return instantiateChecked(uploadStream, flags);
+        } catch (RuntimeException | Error e) {
+            if (conditional) {
+                conditionalExecAlive.set(false);
+            }
+            throw e;
+        }
+    }
+
+    /** An executable made from this graph was freed. */
+    void executableFreed() {
+        conditionalExecAlive.set(false);
+    }
+
+    private GraphExec instantiateChecked(MemorySegment uploadStream, InstantiateFlag... flags) {
         long bits = 0;
         for (InstantiateFlag flag : flags) {
             bits |= flag.value();
@@ -520,6 +739,16 @@ public final class CudaGraph implements AutoCloseable {
             case WAIT_EVENT -> fields.add(handleField("Event", Graphs.eventOf(raw, false).address()));
             case GRAPH -> fields.add(new GraphSnapshot.Field("Child nodes",
                     Integer.toString(Graphs.nodes(Graphs.childGraph(raw)).size())));
+            case CONDITIONAL -> {
+                ConditionalNode conditional = conditionals.get(raw.address());
+                if (conditional != null) {
+                    fields.add(new GraphSnapshot.Field("Condition", conditional.describe()));
+                    fields.add(handleField("Handle", conditional.handle().value()));
+                    fields.add(new GraphSnapshot.Field("Bodies", conditional.bodies().stream()
+                            .map(b -> Integer.toString(Graphs.nodes(b.handle()).size()))
+                            .collect(Collectors.joining(", ", "", " nodes"))));
+                }
+            }
             default -> {
                 // Other node types show their handle only.
             }
@@ -557,11 +786,72 @@ public final class CudaGraph implements AutoCloseable {
         return handles;
     }
 
-    private static void free(MemorySegment handle, HeldResources held) {
+    private static void free(MemorySegment handle, HeldResources held, List<CudaGraph> bodies) {
         try {
             Graphs.destroy(handle);
         } finally {
+            closeBodies(bodies, held);
+        }
+    }
+
+    private static void closeBodies(List<CudaGraph> bodies, HeldResources held) {
+        try {
+            bodies.forEach(nested -> nested.lifetime.close());
+        } finally {
             held.dropAll();
+        }
+    }
+
+    private ConditionalNode addConditional(ConditionalHandle condition, ConditionalType type, int size,
+            GraphNode... dependencies) {
+        Objects.requireNonNull(condition, "condition");
+        MemorySegment graph = handle();
+        if (!condition.belongsTo(graph)) {
+            throw new IllegalArgumentException(condition + " was made for another graph: a conditional node takes a "
+                    + "handle made by the graph that holds it");
+        }
+        Graphs.ConditionalNode added = Graphs.addConditionalNode(graph, handles(dependencies), condition.value(),
+                type.value(), size);
+        ConditionalNode node = new ConditionalNode(this, added.node(), type, condition,
+                bodies(added.bodies(), type, toString()));
+        register(node);
+        return node;
+    }
+
+    private void register(ConditionalNode node) {
+        conditionals.put(node.address(), node);
+        bodies.addAll(node.bodies());
+    }
+
+    /** The node kinds CUDA allows in a conditional node's body. */
+    private static final Set<GraphNodeType> BODY_NODE_TYPES = EnumSet.of(GraphNodeType.KERNEL, GraphNodeType.EMPTY,
+            GraphNodeType.GRAPH, GraphNodeType.MEMSET, GraphNodeType.MEMCPY, GraphNodeType.CONDITIONAL);
+
+    private void ensureAllowedHere(GraphNodeType type) {
+        if (body && !BODY_NODE_TYPES.contains(type)) {
+            throw new IllegalStateException(bodyRule(type));
+        }
+    }
+
+    private String bodyRule(GraphNodeType type) {
+        return this + " is a conditional node's body, where CUDA allows only kernel, empty, child graph, memset, "
+                + "memcpy and conditional nodes, not a " + type + " node";
+    }
+
+    /** Refuses a child graph CUDA would refuse here: one with conditional nodes, or a body's forbidden kinds. */
+    private void checkChild(MemorySegment child, String name) {
+        for (MemorySegment node : Graphs.nodes(child)) {
+            GraphNodeType type = GraphNodeType.fromValue(Graphs.nodeType(node));
+            if (type == GraphNodeType.CONDITIONAL) {
+                throw new IllegalArgumentException(name + " holds a conditional node, and CUDA does not allow a graph "
+                        + "with conditional nodes as a child graph");
+            }
+            if (body && !BODY_NODE_TYPES.contains(type)) {
+                throw new IllegalArgumentException(name + " holds a " + type + " node: " + bodyRule(type));
+            }
+            if (type == GraphNodeType.GRAPH) {
+                checkChild(Graphs.childGraph(node), name);
+            }
         }
     }
 }

@@ -2,6 +2,7 @@ package org.cudagraph4j.graph;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.stream.Collectors;
 
 /**
@@ -52,7 +53,16 @@ public final class GraphDiagram {
             }
         }
         lines.add("└" + "─".repeat(WIDTH - 2) + "┘");
-        return String.join("\n", lines) + "\n";
+        StringBuilder drawing = new StringBuilder(String.join("\n", lines)).append("\n");
+        // A conditional node's bodies follow the graph, each drawn the same way under a heading.
+        graph.bodies().entrySet().stream().sorted(Map.Entry.comparingByKey()).forEach(entry -> {
+            List<GraphSnapshot> bodies = entry.getValue();
+            for (int i = 0; i < bodies.size(); i++) {
+                drawing.append("\nNODE ").append(entry.getKey()).append(", body ").append(i).append(":\n")
+                        .append(draw(bodies.get(i)));
+            }
+        });
+        return drawing.toString();
     }
 
     private static void box(GraphSnapshot.Node node, List<Integer> otherDependencies, List<String> lines) {

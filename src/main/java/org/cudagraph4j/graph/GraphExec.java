@@ -50,7 +50,7 @@ public final class GraphExec implements AutoCloseable {
         kernelNodeUses.putAll(resources.kernelNodes());
         otherUses = resources.others();
         this.lifetime = new Lifetime(LiveCounters.Kind.GRAPH_EXEC, 0,
-                String.format("GraphExec 0x%016X", handle.address()), () -> free(handle, held));
+                String.format("GraphExec 0x%016X", handle.address()), () -> free(handle, held, template));
         lifetime.watch(this);
     }
 
@@ -211,11 +211,12 @@ public final class GraphExec implements AutoCloseable {
         return uses;
     }
 
-    private static void free(MemorySegment handle, HeldResources held) {
+    private static void free(MemorySegment handle, HeldResources held, CudaGraph template) {
         try {
             Graphs.destroyExec(handle);
         } finally {
             held.dropAll();
+            template.executableFreed();
         }
     }
 }

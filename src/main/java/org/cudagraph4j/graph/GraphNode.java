@@ -118,6 +118,16 @@ public final class GraphNode {
     }
 
     /**
+     * The conditional node this is, with its kind, handle and bodies, when it was added through
+     * this library ({@link CudaGraph#ifThen} and the like, or their {@link StreamCapture} twins).
+     *
+     * @return the conditional node, or empty for other nodes
+     */
+    public Optional<ConditionalNode> conditional() {
+        return graph.conditionalOf(handle);
+    }
+
+    /**
      * The {@code cudaGraphNode_t}, for interop; valid while the graph is open.
      *
      * @return the native handle

@@ -1,6 +1,8 @@
 package org.cudagraph4j.graph;
 
 import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
 
 /**
  * A plain description of a graph, detached from the runtime: what {@link CudaGraph#describe()} and
@@ -9,16 +11,29 @@ import java.util.List;
  *
  * @param nodes the nodes, ordered by {@link Node#id()}
  * @param edges dependencies between node ids
+ * @param bodies the body graphs of each conditional node, by node id, in the node's body order
  */
-public record GraphSnapshot(List<Node> nodes, List<Edge> edges) {
+public record GraphSnapshot(List<Node> nodes, List<Edge> edges, Map<Integer, List<GraphSnapshot>> bodies) {
     /**
-     * Copies both lists, so that the snapshot is immutable.
+     * Copies the lists and the map, so that the snapshot is immutable.
      *
-     * @throws NullPointerException if a list, or an element of one, is null
+     * @throws NullPointerException if a list, the map, or an element of one, is null
      */
     public GraphSnapshot {
         nodes = List.copyOf(nodes);
         edges = List.copyOf(edges);
+        bodies = Map.copyOf(bodies.entrySet().stream()
+                .collect(Collectors.toMap(Map.Entry::getKey, e -> List.copyOf(e.getValue()))));
+    }
+
+    /**
+     * A snapshot of a graph without conditional nodes.
+     *
+     * @param nodes the nodes, ordered by {@link Node#id()}
+     * @param edges dependencies between node ids
+     */
+    public GraphSnapshot(List<Node> nodes, List<Edge> edges) {
+        this(nodes, edges, Map.of());
     }
 
     /**

@@ -5,6 +5,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
 import org.cudagraph4j.CudaKernel;
+import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.Dim3;
 import org.cudagraph4j.LaunchConfig;
 
@@ -81,6 +82,18 @@ public record KernelNodeParams(CudaKernel kernel, Dim3 grid, Dim3 block, int sha
      */
     public KernelNodeParams withLaunchShape(Dim3 newGrid, Dim3 newBlock, int newSharedMemBytes) {
         return new KernelNodeParams(kernel, newGrid, newBlock, newSharedMemBytes, arguments);
+    }
+
+    /**
+     * Launches this kernel with these arguments on {@code stream} now, or into its capture: the
+     * eager twin of adding it as a node.
+     *
+     * @param stream the stream to launch on
+     * @throws IllegalArgumentException if the arguments do not fit the kernel's parameters
+     * @throws IllegalStateException if the stream, the kernel's library or a buffer among the arguments is closed
+     */
+    public void launch(CudaStream stream) {
+        kernel.launch(LaunchConfig.of(grid, block, sharedMemBytes, stream), arguments.toArray());
     }
 
     /**

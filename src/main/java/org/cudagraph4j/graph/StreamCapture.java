@@ -1,6 +1,9 @@
 package org.cudagraph4j.graph;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
 import org.cudagraph4j.CudaException;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.internal.CaptureTracker;
@@ -30,6 +33,8 @@ public final class StreamCapture implements AutoCloseable {
     private final CaptureMode mode;
     private final CaptureTracker.Capture capture;
     private boolean finished;
+    /** Conditional nodes added to the capture; the graph end() returns takes them in. */
+    private final List<ConditionalNode> conditionals = new ArrayList<>();
 
     private StreamCapture(CudaStream stream, CaptureMode mode, CaptureTracker.Capture capture) {
         this.stream = stream;
@@ -77,6 +82,89 @@ public final class StreamCapture implements AutoCloseable {
     }
 
     /**
+     * A handle for conditional nodes of the graph being captured, starting at 0 on every launch.
+     *
+     * @return the new handle
+     * @throws IllegalStateException if the capture has ended
+     * @see #conditionalHandle(int, boolean)
+     */
+    public ConditionalHandle conditionalHandle() {
+        return conditionalHandle(0, true);
+    }
+
+    /**
+     * A handle for conditional nodes of the graph being captured, as
+     * {@link CudaGraph#conditionalHandle(int, boolean)} makes one for a built graph.
+     *
+     * @param defaultValue the value at the start of each launch, if {@code resetEachLaunch}
+     * @param resetEachLaunch whether each launch starts at {@code defaultValue}
+     * @return the new handle
+     * @throws IllegalStateException if the capture has ended, or the stream is not capturing
+     */
+    public ConditionalHandle conditionalHandle(int defaultValue, boolean resetEachLaunch) {
+        MemorySegment graph = captureGraph().graph();
+        return new ConditionalHandle(Graphs.createConditionalHandle(graph, defaultValue, resetEachLaunch), graph,
+                defaultValue, resetEachLaunch);
+    }
+
+    /**
+     * Adds an IF node to the capture after the work captured so far; the work captured next waits
+     * for it. Fill its body with {@link CudaGraph}'s methods (it is not captured into).
+     *
+     * @param condition a handle of this capture, set by a kernel captured before
+     * @return the node (its {@link ConditionalNode#node()} exists once the capture has ended) and its body
+     * @throws IllegalArgumentException if {@code condition} belongs to another graph
+     * @throws IllegalStateException if the capture has ended, or the stream is not capturing
+     * @see CudaGraph#ifThen
+     */
+    public ConditionalNode ifThen(ConditionalHandle condition) {
+        return addConditional(condition, ConditionalType.IF, 1);
+    }
+
+    /**
+     * Adds an IF/ELSE node to the capture, as {@link #ifThen} does an IF node.
+     *
+     * @param condition a handle of this capture
+     * @return the node and its THEN and ELSE bodies
+     * @throws IllegalArgumentException if {@code condition} belongs to another graph
+     * @throws IllegalStateException if the capture has ended, or the stream is not capturing
+     * @see CudaGraph#ifThenElse
+     */
+    public ConditionalNode ifThenElse(ConditionalHandle condition) {
+        return addConditional(condition, ConditionalType.IF, 2);
+    }
+
+    /**
+     * Adds a WHILE node to the capture, as {@link #ifThen} does an IF node.
+     *
+     * @param condition a handle of this capture
+     * @return the node and its body, which sets the value for the next check
+     * @throws IllegalArgumentException if {@code condition} belongs to another graph
+     * @throws IllegalStateException if the capture has ended, or the stream is not capturing
+     * @see CudaGraph#whileLoop
+     */
+    public ConditionalNode whileLoop(ConditionalHandle condition) {
+        return addConditional(condition, ConditionalType.WHILE, 1);
+    }
+
+    /**
+     * Adds a SWITCH node to the capture, as {@link #ifThen} does an IF node.
+     *
+     * @param condition a handle of this capture
+     * @param cases the number of bodies, at least 1
+     * @return the node and its bodies
+     * @throws IllegalArgumentException if {@code cases} is below 1, or {@code condition} belongs to another graph
+     * @throws IllegalStateException if the capture has ended, or the stream is not capturing
+     * @see CudaGraph#switchOf
+     */
+    public ConditionalNode switchOf(ConditionalHandle condition, int cases) {
+        if (cases < 1) {
+            throw new IllegalArgumentException("a SWITCH node needs at least 1 case, got " + cases);
+        }
+        return addConditional(condition, ConditionalType.SWITCH, cases);
+    }
+
+    /**
      * Ends capture and returns the graph.
      *
      * @return the captured graph, which the caller closes; it keeps alive what its nodes use
@@ -100,11 +188,18 @@ public final class StreamCapture implements AutoCloseable {
             throw e;
         }
         finish();
+        CudaGraph captured;
         try {
-            return new CudaGraph(graph, capture.resources(), capture.kernelNodes());
+            captured = new CudaGraph(graph, capture.resources(), capture.kernelNodes());
+        } catch (RuntimeException e) {
+            discardConditionals();
+            throw e;
         } finally {
             capture.releaseAll();
         }
+        captured.adoptConditionals(conditionals);
+        conditionals.clear();
+        return captured;
     }
 
     /**
@@ -129,6 +224,7 @@ public final class StreamCapture implements AutoCloseable {
         }
         finish();
         capture.releaseAll();
+        discardConditionals();
     }
 
     /** Whether the capture is over after a failed end; if so, this scope is finished. */
@@ -138,7 +234,37 @@ public final class StreamCapture implements AutoCloseable {
         }
         finish();
         capture.releaseAll();
+        discardConditionals();
         return true;
+    }
+
+    private Graphs.CaptureGraph captureGraph() {
+        if (finished) {
+            throw new IllegalStateException("capture already ended: " + capture);
+        }
+        return Graphs.captureGraph(stream.handle());
+    }
+
+    private ConditionalNode addConditional(ConditionalHandle condition, ConditionalType type, int size) {
+        Objects.requireNonNull(condition, "condition");
+        Graphs.CaptureGraph current = captureGraph();
+        if (!condition.belongsTo(current.graph())) {
+            throw new IllegalArgumentException(condition + " was made for another graph: a conditional node takes a "
+                    + "handle made by the capture that holds it");
+        }
+        Graphs.ConditionalNode added = Graphs.addConditionalNode(current.graph(), current.dependencies(),
+                condition.value(), type.value(), size);
+        ConditionalNode node = new ConditionalNode(null, added.node(), type, condition,
+                CudaGraph.bodies(added.bodies(), type, toString()));
+        conditionals.add(node);
+        Graphs.setCaptureDependencies(stream.handle(), List.of(added.node()));
+        return node;
+    }
+
+    /** The capture's graph is gone: its conditional nodes' bodies let go of what they held. */
+    private void discardConditionals() {
+        conditionals.forEach(node -> node.bodies().forEach(CudaGraph::closeBody));
+        conditionals.clear();
     }
 
     private void finish() {

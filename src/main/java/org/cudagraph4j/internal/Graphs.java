@@ -10,10 +10,12 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import org.cudagraph4j.CudaException;
+import org.cudagraph4j.cudart.cudaConditionalNodeParams;
 import org.cudagraph4j.cudart.cudaExtent;
 import org.cudagraph4j.cudart.cudaGraphEdgeData;
 import org.cudagraph4j.cudart.cudaGraphExecUpdateResultInfo;
 import org.cudagraph4j.cudart.cudaGraphInstantiateParams;
+import org.cudagraph4j.cudart.cudaGraphNodeParams;
 import org.cudagraph4j.cudart.cudaKernelNodeParams;
 import org.cudagraph4j.cudart.cudaMemcpy3DParms;
 import org.cudagraph4j.cudart.cudaMemsetParams;
@@ -98,6 +100,43 @@ public final class Graphs {
         }
     }
 
+    /**
+     * The graph a capture on {@code stream} is recording into and the nodes the next captured
+     * operation would depend on; both owned by the runtime.
+     */
+    public record CaptureGraph(MemorySegment graph, List<MemorySegment> dependencies) {}
+
+    public static CaptureGraph captureGraph(MemorySegment stream) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment status = arena.allocate(JAVA_INT);
+            MemorySegment graph = arena.allocate(ADDRESS);
+            MemorySegment dependencies = arena.allocate(ADDRESS);
+            MemorySegment edgeData = arena.allocate(ADDRESS); // see captureDependencies
+            MemorySegment count = arena.allocate(JAVA_LONG);
+            Status.check(cudaStreamGetCaptureInfo(stream, status, MemorySegment.NULL, graph, dependencies, edgeData,
+                    count), "cudaStreamGetCaptureInfo");
+            if (status.get(JAVA_INT, 0) != cudaStreamCaptureStatusActive()) {
+                throw new IllegalStateException("the stream is not capturing (cudaStreamCaptureStatus "
+                        + status.get(JAVA_INT, 0) + ")");
+            }
+            long n = count.get(JAVA_LONG, 0);
+            if (n == 0) {
+                return new CaptureGraph(graph.get(ADDRESS, 0), List.of());
+            }
+            @SuppressWarnings("restricted") // the runtime owns an array of n node handles here
+            MemorySegment array = dependencies.get(ADDRESS, 0).reinterpret(n * ADDRESS.byteSize());
+            return new CaptureGraph(graph.get(ADDRESS, 0), list(array, n));
+        }
+    }
+
+    /** Makes {@code nodes} the only dependencies of the next operation captured on {@code stream}. */
+    public static void setCaptureDependencies(MemorySegment stream, List<MemorySegment> nodes) {
+        try (Arena arena = Arena.ofConfined()) {
+            Status.check(cudaStreamUpdateCaptureDependencies(stream, array(arena, nodes), MemorySegment.NULL,
+                    nodes.size(), cudaStreamSetCaptureDependencies()), "cudaStreamUpdateCaptureDependencies");
+        }
+    }
+
     // Construction.
 
     public static MemorySegment create() {
@@ -166,6 +205,48 @@ public final class Graphs {
     }
 
     // Introspection.
+
+    /**
+     * A conditional node's handle for {@code graph}, the graph that will hold the node.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphConditionalHandleCreate</a>
+     */
+    public static long createConditionalHandle(MemorySegment graph, int defaultValue, boolean assignDefault) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment handle = arena.allocate(JAVA_LONG);
+            Status.check(cudaGraphConditionalHandleCreate(handle, graph, defaultValue,
+                    assignDefault ? cudaGraphCondAssignDefault() : 0), "cudaGraphConditionalHandleCreate");
+            return handle.get(JAVA_LONG, 0);
+        }
+    }
+
+    /** A new conditional node and the body graphs the runtime made for it, which the node owns. */
+    public record ConditionalNode(MemorySegment node, List<MemorySegment> bodies) {}
+
+    /**
+     * Adds a conditional node ({@code cudaGraphAddNode} with {@code cudaConditionalNodeParams}).
+     *
+     * @param type {@code cudaGraphCondTypeIf}, {@code While} or {@code Switch}
+     * @param size the number of bodies: 1 or 2 for IF, 1 for WHILE, any positive count for SWITCH
+     */
+    public static ConditionalNode addConditionalNode(MemorySegment graph, List<MemorySegment> dependencies,
+            long handle, int type, int size) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment params = cudaGraphNodeParams.allocate(arena); // zeroed, as the reserved fields must be
+            cudaGraphNodeParams.type(params, cudaGraphNodeTypeConditional());
+            MemorySegment conditional = cudaGraphNodeParams.conditional(params);
+            cudaConditionalNodeParams.handle(conditional, handle);
+            cudaConditionalNodeParams.type(conditional, type);
+            cudaConditionalNodeParams.size(conditional, size);
+            MemorySegment node = arena.allocate(ADDRESS);
+            Status.check(cudaGraphAddNode(node, graph, array(arena, dependencies), MemorySegment.NULL,
+                    dependencies.size(), params), "cudaGraphAddNode");
+            @SuppressWarnings("restricted") // the runtime fills an array of size body graphs, owned by the node
+            MemorySegment bodies = cudaConditionalNodeParams.phGraph_out(conditional)
+                    .reinterpret(size * ADDRESS.byteSize());
+            return new ConditionalNode(node.get(ADDRESS, 0), list(bodies, size));
+        }
+    }
 
     public static List<MemorySegment> nodes(MemorySegment graph) {
         try (Arena arena = Arena.ofConfined()) {

@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 class GraphDiagramTest {
@@ -102,6 +103,35 @@ class GraphDiagramTest {
                   n0 -> n1;
                 }
                 """, GraphDot.write(seedLinear()));
+    }
+
+    @Test
+    void conditionalBodiesAreDrawnAfterTheGraphAndAsDotClusters() {
+        GraphSnapshot body = new GraphSnapshot(List.of(
+                new GraphSnapshot.Node(0, 0, GraphNodeType.EMPTY, List.of()),
+                new GraphSnapshot.Node(1, 1, GraphNodeType.MEMSET, List.of(new GraphSnapshot.Field("Bytes", "64 of 0x00")))),
+                List.of(new GraphSnapshot.Edge(0, 1)));
+        GraphSnapshot graph = new GraphSnapshot(List.of(
+                new GraphSnapshot.Node(0, 0, GraphNodeType.CONDITIONAL, List.of(
+                        new GraphSnapshot.Field("Condition", "WHILE")))),
+                List.of(), Map.of(0, List.of(body)));
+        String drawing = GraphDiagram.draw(graph);
+        assertEquals(GraphDiagram.draw(new GraphSnapshot(graph.nodes(), graph.edges())) + "\nNODE 0, body 0:\n"
+                + GraphDiagram.draw(body), drawing);
+        assertEquals("""
+                digraph cudaGraph {
+                  node [shape=box, fontname="monospace"];
+                  n0 [label="NODE 0: CONDITIONAL\\lID: 0 (topoId: 0)\\lCondition: WHILE\\l"];
+                  subgraph cluster_n0_b0 {
+                    label="NODE 0, body 0";
+                    style=dashed;
+                    n0_b0_n0 [label="NODE 0: EMPTY\\lID: 0 (topoId: 0)\\l"];
+                    n0_b0_n1 [label="NODE 1: MEMSET\\lID: 1 (topoId: 1)\\lBytes: 64 of 0x00\\l"];
+                    n0_b0_n0 -> n0_b0_n1;
+                  }
+                  n0 -> n0_b0_n0 [style=dashed];
+                }
+                """, GraphDot.write(graph));
     }
 
     private static String resource(String name) throws IOException {

@@ -1,0 +1,68 @@
+package org.cudagraph4j.graph;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The value a conditional node reads when it runs ({@code cudaGraphConditionalHandle}). Made by
+ * {@link CudaGraph#conditionalHandle} or {@link StreamCapture#conditionalHandle} for one graph,
+ * whose conditional nodes (not those of other graphs) may use it. The value is set on the device:
+ * by a kernel upstream of the node, or from the node's own body, with
+ * {@code cudaGraphSetConditional} (see {@link ConditionalKernels}, and pass {@link #value()} to a
+ * kernel of your own as an {@code unsigned long long} argument); and, when the handle
+ * {@linkplain #resetsEachLaunch() resets}, to {@link #defaultValue()} at the start of each launch.
+ *
+ * <p>Thread safety: immutable.
+ */
+public final class ConditionalHandle {
+    private final long value;
+    private final MemorySegment graph;
+    private final int defaultValue;
+    private final boolean resetsEachLaunch;
+
+    ConditionalHandle(long value, MemorySegment graph, int defaultValue, boolean resetsEachLaunch) {
+        this.value = value;
+        this.graph = graph;
+        this.defaultValue = defaultValue;
+        this.resetsEachLaunch = resetsEachLaunch;
+    }
+
+    /**
+     * The handle itself, to pass to a kernel that sets it: a kernel parameter of type
+     * {@code cudaGraphConditionalHandle} ({@code unsigned long long}) takes this {@code long}.
+     *
+     * @return the runtime's handle value
+     */
+    public long value() {
+        return value;
+    }
+
+    /**
+     * The value given at creation.
+     *
+     * @return the value the handle takes at each launch when it {@linkplain #resetsEachLaunch() resets}
+     */
+    public int defaultValue() {
+        return defaultValue;
+    }
+
+    /**
+     * Whether each launch of the executable starts the value at {@link #defaultValue()}
+     * ({@code cudaGraphCondAssignDefault}). Otherwise it keeps what the device last set, and nothing
+     * but a kernel sets it before the first use.
+     *
+     * @return whether the value is reset at each launch
+     */
+    public boolean resetsEachLaunch() {
+        return resetsEachLaunch;
+    }
+
+    boolean belongsTo(MemorySegment graphHandle) {
+        return graph.equals(graphHandle);
+    }
+
+    @Override
+    public String toString() {
+        return String.format("ConditionalHandle 0x%X (default %d%s)", value, defaultValue,
+                resetsEachLaunch ? ", reset each launch" : "");
+    }
+}
