@@ -8,7 +8,10 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -36,6 +39,9 @@ public final class CudaLibrary implements AutoCloseable {
     private final MemorySegment handle;
     private final Lifetime lifetime;
     private final Map<String, CudaKernel> kernels = new ConcurrentHashMap<>();
+    /** The image as loaded, without the NUL the library appends; alive while the library is. */
+    private final MemorySegment image;
+    private volatile String contentHash;
 
     private CudaLibrary(String source, byte[] image) {
         this.source = source;
@@ -51,6 +57,7 @@ public final class CudaLibrary implements AutoCloseable {
             throw e;
         }
         this.handle = loaded;
+        this.image = nativeImage.asSlice(0, image.length);
         // The free action must not reach this object, or the cleaner could never run.
         this.lifetime = new Lifetime(LiveCounters.Kind.LIBRARY, nativeImage.byteSize(), "CudaLibrary " + source,
                 () -> {
@@ -146,6 +153,30 @@ public final class CudaLibrary implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException("reading " + resource, e);
         }
+    }
+
+    /**
+     * The SHA-256 of the image's bytes, as given to {@link #load}: what identifies the code of this
+     * library's kernels, for instance in a {@link org.cudagraph4j.graph.GraphArchive}. Computed on
+     * the first call.
+     *
+     * @return 64 lowercase hexadecimal digits
+     * @throws IllegalStateException if this library is closed
+     */
+    public String contentHash() {
+        lifetime.ensureOpen();
+        String hash = contentHash;
+        if (hash == null) {
+            try {
+                MessageDigest sha256 = MessageDigest.getInstance("SHA-256");
+                sha256.update(image.asByteBuffer());
+                hash = HexFormat.of().formatHex(sha256.digest());
+            } catch (NoSuchAlgorithmException e) {
+                throw new IllegalStateException("every Java platform has SHA-256", e);
+            }
+            contentHash = hash;
+        }
+        return hash;
     }
 
     /**

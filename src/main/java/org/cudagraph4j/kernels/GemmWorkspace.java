@@ -4,6 +4,8 @@ import java.util.Objects;
 import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.ElementType;
+import org.cudagraph4j.graph.GraphArchive;
+import org.cudagraph4j.graph.GraphBindings;
 
 /**
  * Device memory that split-K sgemm instances reduce through: a partial output per slice, and one
@@ -58,6 +60,18 @@ public final class GemmWorkspace implements AutoCloseable {
             partials.close();
             throw e;
         }
+    }
+
+    /**
+     * Binds this workspace's two buffers as {@code <prefix>partials} and {@code <prefix>tickets}, so
+     * that a graph using it can be saved and loaded as a {@link GraphArchive}.
+     *
+     * @param bindings where to bind them
+     * @param prefix the slot names' prefix
+     * @return {@code bindings}
+     */
+    public GraphBindings bindTo(GraphBindings bindings, String prefix) {
+        return bindings.buffer(prefix + "partials", partials).buffer(prefix + "tickets", tickets);
     }
 
     /**

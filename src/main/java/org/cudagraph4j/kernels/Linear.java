@@ -4,6 +4,8 @@ import java.util.Objects;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.Dim3;
+import org.cudagraph4j.graph.GraphArchive;
+import org.cudagraph4j.graph.GraphBindings;
 
 /**
  * {@code torch.nn.Linear} followed by ReLU: {@code y = relu(x * Wᵀ + b)}, with x [batch, in],
@@ -78,6 +80,18 @@ public final class Linear {
         this.epilogueGrid = epilogueGrid;
         this.workspace = workspace;
         this.programmaticDependentLaunch = programmaticDependentLaunch;
+    }
+
+    /**
+     * Binds this layer's weight and bias as {@code <prefix>weight} and {@code <prefix>bias}, so that
+     * a graph using it can be saved and loaded as a {@link GraphArchive}.
+     *
+     * @param bindings where to bind them
+     * @param prefix the slot names' prefix
+     * @return {@code bindings}
+     */
+    public GraphBindings bindParameters(GraphBindings bindings, String prefix) {
+        return bindings.buffer(prefix + "weight", weight).buffer(prefix + "bias", bias);
     }
 
     /**

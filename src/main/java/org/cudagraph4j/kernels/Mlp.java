@@ -4,6 +4,8 @@ import java.util.List;
 import java.util.Objects;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.graph.GraphArchive;
+import org.cudagraph4j.graph.GraphBindings;
 
 /**
  * A stack of {@link Linear} layers, each followed by ReLU: {@code y = relu(…relu(relu(x W0ᵀ + b0) W1ᵀ + b1)…)}.
@@ -88,6 +90,25 @@ public final class Mlp implements AutoCloseable {
             }
         }
         return most;
+    }
+
+    /**
+     * Binds every buffer a forward pass uses besides its input and output, so that a captured
+     * forward can be saved and loaded as a {@link GraphArchive}: the activations
+     * {@code mlp.ping} and {@code mlp.pong}, the split-K workspace ({@code mlp.workspace.partials},
+     * {@code mlp.workspace.tickets}), and each layer's {@code mlp.layer<i>.weight} and
+     * {@code mlp.layer<i>.bias}. An Mlp of the same layer shapes and batch binds the same names.
+     *
+     * @param bindings where to bind them
+     * @return {@code bindings}
+     */
+    public GraphBindings bindTo(GraphBindings bindings) {
+        bindings.buffer("mlp.ping", ping).buffer("mlp.pong", pong);
+        workspace.bindTo(bindings, "mlp.workspace.");
+        for (int i = 0; i < layers.size(); i++) {
+            layers.get(i).bindParameters(bindings, "mlp.layer" + i + ".");
+        }
+        return bindings;
     }
 
     /**

@@ -1,0 +1,167 @@
+package org.cudagraph4j.graph;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import org.cudagraph4j.Dim3;
+import org.cudagraph4j.graph.GraphArchive.CopyNode;
+import org.cudagraph4j.graph.GraphArchive.Edge;
+import org.cudagraph4j.graph.GraphArchive.EmptyNode;
+import org.cudagraph4j.graph.GraphArchive.EventNode;
+import org.cudagraph4j.graph.GraphArchive.KernelNode;
+import org.cudagraph4j.graph.GraphArchive.Library;
+import org.cudagraph4j.graph.GraphArchive.Param;
+import org.cudagraph4j.graph.GraphArchive.Pointer;
+import org.cudagraph4j.graph.GraphArchive.Scalar;
+import org.cudagraph4j.graph.GraphArchive.SetNode;
+import org.cudagraph4j.graph.GraphArchive.Slot;
+import org.cudagraph4j.graph.GraphArchiveException.Reason;
+import org.junit.jupiter.api.Test;
+
+/** The archive format without a GPU: it round-trips, and bad bytes are a CORRUPT error, never anything else. */
+class GraphArchiveFormatTest {
+    private static final int DIGEST = 32;
+
+    static GraphArchive sample() {
+        List<Slot> slots = List.of(new Slot("x", 4096), new Slot("y", 8192));
+        KernelNode saxpy = new KernelNode(0, "saxpy", List.of(new Param(0, 4), new Param(4, 4), new Param(8, 8),
+                new Param(16, 8)), Dim3.of(4, 2, 1), Dim3.of(256), 128, List.of(new Scalar(4, 1024),
+                new Scalar(4, Float.floatToRawIntBits(2f)), new Pointer(0, 0), new Pointer(1, 128)));
+        return new GraphArchive("0.1.0", 9, 0, "NVIDIA H200", List.of(new Library("ab".repeat(32), "test.fatbin")),
+                slots, List.of("done"), List.of(saxpy, new CopyNode(1, 0, 0, 0, 4096), new SetNode(0, 16, 64, 0xAB),
+                        new EmptyNode(), new EventNode(true, 0), new EventNode(false, 0)),
+                List.of(new Edge(0, 1, false), new Edge(1, 2, false), new Edge(2, 3, false), new Edge(3, 4, false),
+                        new Edge(0, 3, true), new Edge(4, 5, false)));
+    }
+
+    @Test
+    void anArchiveRoundTripsByteForByte() {
+        byte[] bytes = sample().toBytes();
+        GraphArchive back = GraphArchive.fromBytes(bytes);
+        assertArrayEquals(bytes, back.toBytes());
+        assertEquals(90, back.computeCapability());
+        assertEquals("NVIDIA H200", back.deviceName());
+        assertEquals("0.1.0", back.libraryVersion());
+        assertEquals(List.of("ab".repeat(32)), back.libraryHashes());
+        Map<String, Long> slots = new LinkedHashMap<>();
+        slots.put("x", 4096L);
+        slots.put("y", 8192L);
+        assertEquals(slots, back.bufferSlots());
+        assertEquals(List.of("done"), back.eventSlots());
+        assertEquals(6, back.nodeCount());
+        assertEquals(sample().nodes(), back.nodes());
+        assertEquals(sample().edges(), back.edges());
+        assertTrue(new String(bytes, 0, 8, StandardCharsets.US_ASCII).equals("CG4JGRAF"));
+    }
+
+    @Test
+    void whatIsNotAWholeArchiveOfThisVersionIsNamed() {
+        byte[] bytes = sample().toBytes();
+        assertRefused(Reason.CORRUPT, "not a valid graph archive: it does not start with the graph archive signature "
+                + "CG4JGRAF", "PK\u0003\u0004 a zip file".getBytes(StandardCharsets.ISO_8859_1));
+        assertRefused(Reason.CORRUPT, "not a valid graph archive: it does not start with the graph archive signature "
+                + "CG4JGRAF", new byte[0]);
+        byte[] later = bytes.clone();
+        ByteBuffer.wrap(later).putInt(8, 2);
+        assertRefused(Reason.FORMAT_VERSION, "graph archive format version 2 is not one this library reads (it reads 1)",
+                later);
+        byte[] flipped = bytes.clone();
+        flipped[40] ^= 0x10;
+        assertRefused(Reason.CORRUPT, "not a valid graph archive: its SHA-256 does not match its contents: the archive "
+                + "is truncated or corrupted", flipped);
+        assertRefused(Reason.CORRUPT, "not a valid graph archive: its SHA-256 does not match its contents: the archive "
+                + "is truncated or corrupted", Arrays.copyOf(bytes, bytes.length - 1));
+        // Past the digest, the structure is checked too: a copy that reaches past its slot.
+        GraphArchive outside = new GraphArchive("0.1.0", 9, 0, "g", List.of(), List.of(new Slot("x", 64)), List.of(),
+                List.of(new CopyNode(0, 32, 0, 0, 64)), List.of());
+        assertRefused(Reason.CORRUPT, "not a valid graph archive: node 0 reaches bytes [32, 32 + 64) of slot 'x', "
+                + "which has 64", outside.toBytes());
+    }
+
+    @Test
+    void mutatedArchivesWithAValidDigestAreRefusedOrStayInsideTheirSlots() {
+        byte[] original = sample().toBytes();
+        SplittableRandom random = new SplittableRandom(20_261_129L);
+        int parsed = 0;
+        int refused = 0;
+        for (int i = 0; i < 3000; i++) {
+            byte[] content = Arrays.copyOf(original, original.length - DIGEST);
+            switch (i % 3) {
+                case 0 -> content = Arrays.copyOf(content, 12 + random.nextInt(content.length - 12));
+                case 1 -> {
+                    for (int flips = 1 + random.nextInt(8); flips > 0; flips--) {
+                        int bit = 96 + random.nextInt((content.length - 12) * 8);
+                        content[bit / 8] ^= (byte) (1 << (bit % 8));
+                    }
+                }
+                default -> {
+                    int at = 12 + random.nextInt(content.length - 16);
+                    int[] extremes = {-1, 0, 1, Integer.MAX_VALUE, Integer.MIN_VALUE, 1 << 20, 0x7F7F7F7F};
+                    ByteBuffer.wrap(content).putInt(at, extremes[random.nextInt(extremes.length)]);
+                }
+            }
+            byte[] mutated = withDigest(content);
+            try {
+                GraphArchive archive = GraphArchive.fromBytes(mutated);
+                parsed++;
+                assertStaysInsideItsSlots(archive, i);
+            } catch (GraphArchiveException e) {
+                refused++;
+                assertTrue(e.reason() == Reason.CORRUPT || e.reason() == Reason.FORMAT_VERSION, e.getMessage());
+            } catch (RuntimeException e) {
+                fail("mutation " + i + " escaped as " + e, e);
+            }
+        }
+        assertEquals(3000, parsed + refused);
+        assertTrue(refused > 1000, "most mutations are refused: " + refused);
+    }
+
+    private static void assertStaysInsideItsSlots(GraphArchive archive, int mutation) {
+        List<Long> sizes = List.copyOf(archive.bufferSlots().values());
+        for (GraphArchive.Node node : archive.nodes()) {
+            switch (node) {
+                case KernelNode kernel -> kernel.arguments().forEach(argument -> {
+                    if (argument instanceof Pointer pointer) {
+                        assertTrue(pointer.offset() >= 0 && pointer.offset() < sizes.get(pointer.slot()),
+                                "mutation " + mutation);
+                    }
+                });
+                case CopyNode copy -> {
+                    assertTrue(copy.destinationOffset() + copy.byteSize() <= sizes.get(copy.destinationSlot()));
+                    assertTrue(copy.sourceOffset() + copy.byteSize() <= sizes.get(copy.sourceSlot()));
+                }
+                case SetNode set -> assertTrue(set.offset() + set.byteSize() <= sizes.get(set.slot()));
+                default -> { }
+            }
+        }
+    }
+
+    private static byte[] withDigest(byte[] content) {
+        try {
+            byte[] digest = MessageDigest.getInstance("SHA-256").digest(content);
+            byte[] archive = Arrays.copyOf(content, content.length + DIGEST);
+            System.arraycopy(digest, 0, archive, content.length, DIGEST);
+            return archive;
+        } catch (NoSuchAlgorithmException e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    private static void assertRefused(Reason reason, String message, byte[] bytes) {
+        GraphArchiveException e = assertThrows(GraphArchiveException.class, () -> GraphArchive.fromBytes(bytes));
+        assertEquals(reason, e.reason());
+        assertEquals(message, e.getMessage());
+    }
+}
