@@ -261,7 +261,13 @@ public final class CudaGraph implements AutoCloseable {
      */
     public GraphNode addChildGraph(CudaGraph child, GraphNode... dependencies) {
         Objects.requireNonNull(child, "child");
-        checkChild(child.handle(), child.toString());
+        if (!child.conditionals.isEmpty()) {
+            throw new IllegalArgumentException(child + " holds a conditional node, and CUDA does not allow a graph "
+                    + "with conditional nodes as a child graph");
+        }
+        if (body) {
+            checkBodyChild(child.handle(), child.toString());
+        }
         return addNode(child.resources().all(),
                 () -> Graphs.addChildGraphNode(handle(), handles(dependencies), child.handle()));
     }
@@ -582,16 +588,6 @@ public final class CudaGraph implements AutoCloseable {
         }
     }
 
-    /** Whether {@code graph} holds a conditional node at its top level. */
-    static boolean hasConditionalNodes(MemorySegment graph) {
-        for (MemorySegment node : Graphs.nodes(graph)) {
-            if (Graphs.nodeType(node) == GraphNodeType.CONDITIONAL.value()) {
-                return true;
-            }
-        }
-        return false;
-    }
-
     Optional<ConditionalNode> conditionalOf(MemorySegment node) {
         return Optional.ofNullable(conditionals.get(node.address()));
     }
@@ -670,7 +666,8 @@ public final class CudaGraph implements AutoCloseable {
             throw new IllegalStateException(this + " runs as part of its conditional node: instantiate the graph that "
                     + "holds the node");
         }
-        boolean conditional = hasConditionalNodes(handle());
+        ensureOpen();
+        boolean conditional = !conditionals.isEmpty();
         if (conditional && !conditionalExecAlive.compareAndSet(false, true)) {
             throw new IllegalStateException(this + " holds conditional nodes, and CUDA allows one executable of such a "
                     + "graph at a time: close the other one first");
@@ -838,19 +835,15 @@ public final class CudaGraph implements AutoCloseable {
                 + "memcpy and conditional nodes, not a " + type + " node";
     }
 
-    /** Refuses a child graph CUDA would refuse here: one with conditional nodes, or a body's forbidden kinds. */
-    private void checkChild(MemorySegment child, String name) {
+    /** Refuses a child graph with a node kind a body may not hold, at any depth. */
+    private void checkBodyChild(MemorySegment child, String name) {
         for (MemorySegment node : Graphs.nodes(child)) {
             GraphNodeType type = GraphNodeType.fromValue(Graphs.nodeType(node));
-            if (type == GraphNodeType.CONDITIONAL) {
-                throw new IllegalArgumentException(name + " holds a conditional node, and CUDA does not allow a graph "
-                        + "with conditional nodes as a child graph");
-            }
-            if (body && !BODY_NODE_TYPES.contains(type)) {
+            if (!BODY_NODE_TYPES.contains(type)) {
                 throw new IllegalArgumentException(name + " holds a " + type + " node: " + bodyRule(type));
             }
             if (type == GraphNodeType.GRAPH) {
-                checkChild(Graphs.childGraph(node), name);
+                checkBodyChild(Graphs.childGraph(node), name);
             }
         }
     }
