@@ -46,7 +46,10 @@ class BundleIT {
                 "cudagraph4j-gpu-bundle/benchmarks/kernels/manifest.properties",
                 "cudagraph4j-gpu-bundle/benchmarks/native/skinny_test.cu",
                 "cudagraph4j-gpu-bundle/benchmarks/native/include/cg4j/sgemm_simt.cuh",
-                "cudagraph4j-gpu-bundle/benchmarks/native/mlp_torch.py")) {
+                "cudagraph4j-gpu-bundle/benchmarks/native/mlp_torch.py",
+                "cudagraph4j-gpu-bundle/bin/run-serving-benchmark",
+                "cudagraph4j-gpu-bundle/benchmarks/server/torch_server.py",
+                "cudagraph4j-gpu-bundle/benchmarks/wrk/infer.lua")) {
             assertTrue(entries.contains(expected), "missing " + expected);
         }
         for (String jar : List.of("lib/cudagraph4j-", "lib/junit-platform-console-standalone-")) {
@@ -55,6 +58,7 @@ class BundleIT {
         assertTrue(entries.stream().anyMatch(e -> e.endsWith("-tests.jar")), "missing the tests jar");
         assertTrue(Files.isExecutable(bundle.resolve("bin/run-tests")));
         assertTrue(Files.isExecutable(bundle.resolve("bin/soak")));
+        assertTrue(Files.isExecutable(bundle.resolve("bin/run-serving-benchmark")));
     }
 
     @Test
@@ -62,8 +66,8 @@ class BundleIT {
         List<String> modules = run(List.of(bundle.resolve("runtime/bin/java").toString(), "--list-modules"));
 
         List<String> names = modules.stream().map(m -> m.split("@")[0]).sorted().toList();
-        assertEquals(List.of("java.base", "java.logging", "java.management", "java.scripting", "java.xml",
-                "jdk.jfr", "jdk.management", "jdk.management.jfr", "jdk.unsupported", "jdk.zipfs"), names);
+        assertEquals(List.of("java.base", "java.logging", "java.management", "java.net.http", "java.scripting",
+                "java.xml", "jdk.jfr", "jdk.management", "jdk.management.jfr", "jdk.unsupported", "jdk.zipfs"), names);
     }
 
     @Test

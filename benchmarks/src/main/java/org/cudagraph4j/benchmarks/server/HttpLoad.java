@@ -2,13 +2,20 @@ package org.cudagraph4j.benchmarks.server;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import java.io.IOException;
+import java.io.PrintStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -17,9 +24,15 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import org.HdrHistogram.Histogram;
+import org.HdrHistogram.HistogramLogWriter;
 import org.HdrHistogram.Recorder;
 import org.cudagraph4j.benchmarks.OpenLoop;
 
@@ -27,93 +40,218 @@ import org.cudagraph4j.benchmarks.OpenLoop;
  * An open-loop HTTP load generator for any Open Inference Protocol server on loopback (the Java
  * server here, or the PyTorch twin): Poisson arrivals at each offered rate, latency from each
  * request's intended arrival (so a stalled server cannot hide its queueing), HdrHistogram. Every
- * run is bounded in time and in requests, and stops by itself.
+ * run is bounded in time and in requests, and stops by itself: each request has a timeout, at most
+ * {@code maxInFlight} requests are outstanding (an arrival beyond that is counted as dropped, not
+ * sent), and after the first rate the server does not sustain the ladder stops and, with
+ * {@code recovery}, the lowest rate runs once more to show whether the server recovers.
+ *
+ * <p>A point is <em>sustained</em> when every request sent was answered 200 and the answers kept
+ * pace: completions per second, counted until the last answer, at least 90% of the rate sent.
  *
  * <pre>
  *   HttpLoad --url http://127.0.0.1:8000/v2/models/mlp/infer --width 512 [--rates 500,2000,8000]
- *            [--seconds 5] [--max-requests 200000] [--rows 1|1-64] [--json load.json]
+ *            [--seconds 5] [--max-requests 200000] [--rows 1|1-64] [--encoding json|binary]
+ *            [--timeout-seconds 10] [--max-in-flight 2048] [--warmup-seconds 1]
+ *            [--stop-after-saturation true] [--recovery true] [--label NAME] [--json load.json]
+ *            [--histograms DIR]
+ *   HttpLoad --write-body FILE --width 512 [--rows 1] [--encoding json|binary]
  * </pre>
+ * {@code --histograms DIR} writes {@code DIR/LABEL.hlog} (every point's histogram, HdrHistogram's
+ * log format, tagged {@code rate-N}) and {@code DIR/LABEL-N.hgrm} (its percentile distribution, µs).
+ * {@code --write-body} writes one request body for another client (wrk) and prints its
+ * {@code Inference-Header-Content-Length} (an empty line for JSON).
  */
 public final class HttpLoad {
-    /** One offered rate's outcome. */
-    public record Point(int offeredPerSecond, double completedPerSecond, long ok, long unavailable, long errors,
-            double p50Micros, double p99Micros, double p999Micros, double maxMicros) {}
+    /**
+     * One offered rate's outcome. Latencies are of the 200 answers, in µs from the intended arrival.
+     *
+     * @param offeredPerSecond the target rate
+     * @param completedPerSecond 200 answers per second, over the window or until the last answer if later
+     * @param sent requests sent
+     * @param ok 200 answers
+     * @param unavailable 503 answers
+     * @param errors other statuses and failed exchanges (timeouts included)
+     * @param timeouts exchanges that timed out on the client
+     * @param dropped arrivals not sent because {@code maxInFlight} requests were outstanding
+     * @param seconds the window, or until the last answer if later
+     * @param recovery whether this is the lowest rate run again after the ladder
+     * @param sustained whether every request was answered 200 at the pace sent
+     */
+    public record Point(int offeredPerSecond, double completedPerSecond, long sent, long ok, long unavailable,
+            long errors, long timeouts, long dropped, double p50Micros, double p90Micros, double p99Micros,
+            double p999Micros, double maxMicros, double meanMicros, double seconds, boolean recovery,
+            boolean sustained) {}
 
     /** What to send, how fast and for how long. */
     public record Options(URI url, int width, List<Integer> rates, double seconds, long maxRequests, int minRows,
-            int maxRows) {}
+            int maxRows, boolean binary, double timeoutSeconds, int maxInFlight, double warmupSeconds,
+            boolean stopAfterSaturation, boolean recovery) {
+        /** JSON bodies, 10 s timeouts, 2048 in flight, no warm-up, every rate, no recovery point. */
+        public Options(URI url, int width, List<Integer> rates, double seconds, long maxRequests, int minRows,
+                int maxRows) {
+            this(url, width, rates, seconds, maxRequests, minRows, maxRows, false, 10, 2048, 0, false, false);
+        }
+
+        /** Checks the options. */
+        public Options {
+            rates = List.copyOf(rates);
+            if (width < 1 || rates.isEmpty() || rates.stream().anyMatch(r -> r < 1) || seconds <= 0 || maxRequests < 1
+                    || minRows < 1 || maxRows < minRows || timeoutSeconds <= 0 || maxInFlight < 1
+                    || warmupSeconds < 0) {
+                throw new IllegalArgumentException("width, rates, seconds, max-requests, rows, timeout and "
+                        + "max-in-flight must be positive (rows as N or A-B with A <= B), warm-up not negative");
+            }
+        }
+    }
+
+    /** One point's outcome with its histogram (ns). */
+    public record Measured(Point point, Histogram histogram) {}
 
     private static final ObjectMapper JSON = new ObjectMapper();
+    /** A point is sustained when its answers kept at least this share of the pace sent. */
+    static final double SUSTAINED_SHARE = 0.9;
 
     private HttpLoad() {}
 
     /**
-     * Runs every rate in turn.
+     * Runs every rate in turn (see {@link Options} for warm-up, the stop after saturation and the recovery point).
      *
      * @param options what to send
-     * @return one point per rate
+     * @return one point per rate run
      * @throws InterruptedException if interrupted while waiting for answers
      */
     public static List<Point> run(Options options) throws InterruptedException {
-        HttpClient client = HttpClient.newBuilder().executor(java.util.concurrent.Executors
-                .newVirtualThreadPerTaskExecutor()).connectTimeout(Duration.ofSeconds(5)).build();
-        SplittableRandom random = new SplittableRandom(42);
-        List<byte[]> bodies = new ArrayList<>();
-        for (int i = 0; i < 64; i++) {
-            bodies.add(body(random.nextInt(options.minRows(), options.maxRows() + 1), options.width(), random));
-        }
-        List<Point> points = new ArrayList<>();
-        for (int rate : options.rates()) {
-            points.add(runAt(client, options, rate, bodies, random));
-        }
-        return points;
+        return measure(options).stream().map(Measured::point).toList();
     }
 
-    private static Point runAt(HttpClient client, Options options, int rate, List<byte[]> bodies,
-            SplittableRandom random) throws InterruptedException {
-        Recorder recorder = new Recorder(TimeUnit.SECONDS.toNanos(60), 3);
+    /**
+     * As {@link #run}, with each point's latency histogram.
+     *
+     * @param options what to send
+     * @return one measurement per rate run
+     * @throws InterruptedException if interrupted while waiting for answers
+     */
+    public static List<Measured> measure(Options options) throws InterruptedException {
+        try (ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor()) {
+            HttpClient client = HttpClient.newBuilder().executor(executor).version(HttpClient.Version.HTTP_1_1)
+                    .connectTimeout(Duration.ofSeconds(5)).build();
+            SplittableRandom random = new SplittableRandom(42);
+            List<Body> bodies = new ArrayList<>();
+            for (int i = 0; i < 64; i++) {
+                int rows = random.nextInt(options.minRows(), options.maxRows() + 1);
+                bodies.add(options.binary() ? binaryBody(rows, options.width(), random)
+                        : new Body(body(rows, options.width(), random), null));
+            }
+            if (options.warmupSeconds() > 0) {
+                runAt(client, options, options.rates().getFirst(), options.warmupSeconds(), bodies, random, false);
+            }
+            List<Measured> points = new ArrayList<>();
+            boolean saturated = false;
+            for (int rate : options.rates()) {
+                Measured point = runAt(client, options, rate, options.seconds(), bodies, random, false);
+                points.add(point);
+                if (!point.point().sustained()) {
+                    saturated = true;
+                    if (options.stopAfterSaturation()) {
+                        break;
+                    }
+                }
+            }
+            if (options.recovery() && saturated) {
+                points.add(runAt(client, options, options.rates().getFirst(), options.seconds(), bodies, random, true));
+            }
+            client.shutdownNow();
+            return points;
+        }
+    }
+
+    /** A request body, and its {@code Inference-Header-Content-Length} (null for JSON only). */
+    record Body(byte[] bytes, String headerLength) {}
+
+    private static Measured runAt(HttpClient client, Options options, int rate, double seconds, List<Body> bodies,
+            SplittableRandom random, boolean recovery) throws InterruptedException {
+        Recorder recorder = new Recorder(TimeUnit.SECONDS.toNanos(120), 3);
         LongAdder ok = new LongAdder();
         LongAdder unavailable = new LongAdder();
         LongAdder errors = new LongAdder();
+        LongAdder timeouts = new LongAdder();
+        AtomicInteger outstanding = new AtomicInteger();
+        AtomicLong lastAnswer = new AtomicLong();
         List<CompletableFuture<?>> inFlight = new ArrayList<>();
+        long sent = 0;
+        long dropped = 0;
+        Duration timeout = Duration.ofNanos((long) (options.timeoutSeconds() * 1e9));
         long start = System.nanoTime();
-        long nanos = (long) (options.seconds() * 1e9);
+        long nanos = (long) (seconds * 1e9);
         double intended = start;
-        for (long sent = 0; sent < options.maxRequests(); sent++) {
+        for (long arrivals = 0; sent < options.maxRequests(); arrivals++) {
             intended = OpenLoop.next(intended, rate, random);
             if (intended - start >= nanos) {
                 break;
             }
             long arrival = (long) intended;
             OpenLoop.await(arrival);
-            HttpRequest request = HttpRequest.newBuilder(options.url()).timeout(Duration.ofSeconds(30))
-                    .header("Content-Type", "application/json")
-                    .POST(HttpRequest.BodyPublishers.ofByteArray(bodies.get((int) (sent % bodies.size())))).build();
-            inFlight.add(client.sendAsync(request, HttpResponse.BodyHandlers.discarding()).whenComplete((response,
-                    failure) -> {
-                if (failure != null) {
-                    errors.increment();
-                } else if (response.statusCode() == 200) {
-                    recorder.recordValue(Math.max(0, System.nanoTime() - arrival));
-                    ok.increment();
-                } else if (response.statusCode() == 503) {
-                    unavailable.increment();
-                } else {
-                    errors.increment();
-                }
-            }));
+            if (outstanding.get() >= options.maxInFlight()) {
+                dropped++;
+                continue;
+            }
+            Body body = bodies.get((int) (arrivals % bodies.size()));
+            HttpRequest.Builder request = HttpRequest.newBuilder(options.url()).timeout(timeout)
+                    .POST(HttpRequest.BodyPublishers.ofByteArray(body.bytes()));
+            if (body.headerLength() != null) {
+                request.header("Content-Type", "application/octet-stream")
+                        .header(KServeProtocol.HEADER_LENGTH, body.headerLength());
+            } else {
+                request.header("Content-Type", "application/json");
+            }
+            outstanding.incrementAndGet();
+            sent++;
+            inFlight.add(client.sendAsync(request.build(), HttpResponse.BodyHandlers.discarding())
+                    .whenComplete((response, failure) -> {
+                        long now = System.nanoTime();
+                        outstanding.decrementAndGet();
+                        lastAnswer.accumulateAndGet(now, Math::max);
+                        if (failure != null) {
+                            Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+                                    ? failure.getCause() : failure;
+                            if (cause instanceof HttpTimeoutException) {
+                                timeouts.increment();
+                            }
+                            errors.increment();
+                        } else if (response.statusCode() == 200) {
+                            recorder.recordValue(Math.max(0, now - arrival));
+                            ok.increment();
+                        } else if (response.statusCode() == 503) {
+                            unavailable.increment();
+                        } else {
+                            errors.increment();
+                        }
+                    }));
         }
+        long waitUntil = System.nanoTime() + timeout.toNanos() + TimeUnit.SECONDS.toNanos(5);
         for (CompletableFuture<?> future : inFlight) {
             try {
-                future.get(60, TimeUnit.SECONDS);
+                future.get(Math.max(1, waitUntil - System.nanoTime()), TimeUnit.NANOSECONDS);
             } catch (Exception e) {
-                // counted by the callback
+                // counted by the callback (or, past the bound, not answered: counted below)
             }
         }
+        long unanswered = inFlight.stream().filter(f -> !f.isDone()).count();
         Histogram h = recorder.getIntervalHistogram();
-        return new Point(rate, ok.sum() / options.seconds(), ok.sum(), unavailable.sum(), errors.sum(),
-                h.getValueAtPercentile(50) / 1e3, h.getValueAtPercentile(99) / 1e3, h.getValueAtPercentile(99.9) / 1e3,
-                h.getMaxValue() / 1e3);
+        double elapsed = Math.max(seconds, (lastAnswer.get() - start) / 1e9);
+        long okCount = ok.sum();
+        double completed = okCount / elapsed;
+        boolean sustained = sent > 0 && okCount == sent && dropped == 0 && unanswered == 0
+                && completed >= SUSTAINED_SHARE * sent / seconds;
+        Point point = new Point(rate, completed, sent, okCount, unavailable.sum(), errors.sum() + unanswered,
+                timeouts.sum() + unanswered, dropped, micros(h, 50), micros(h, 90), micros(h, 99), micros(h, 99.9),
+                h.getTotalCount() == 0 ? 0 : h.getMaxValue() / 1e3, h.getTotalCount() == 0 ? 0 : h.getMean() / 1e3,
+                elapsed, recovery, sustained);
+        return new Measured(point, h);
+    }
+
+    private static double micros(Histogram h, double percentile) {
+        return h.getTotalCount() == 0 ? 0 : h.getValueAtPercentile(percentile) / 1e3;
     }
 
     /** A KServe v2 JSON request of {@code rows} random rows. */
@@ -126,33 +264,134 @@ public final class HttpLoad {
         return json.append("]}]}").toString().getBytes(StandardCharsets.UTF_8);
     }
 
+    /** A KServe v2 request of {@code rows} random rows in binary tensor data, asking for binary output. */
+    private static Body binaryBody(int rows, int width, SplittableRandom random) {
+        float[] values = new float[rows * width];
+        for (int i = 0; i < values.length; i++) {
+            values[i] = (float) (random.nextDouble() * 2 - 1);
+        }
+        return binaryRequest(values, rows, width, null);
+    }
+
+    /** The binary form of a request: the JSON header then the little-endian floats; binary output asked for. */
+    static Body binaryRequest(float[] values, int rows, int width, String id) {
+        byte[] header = ("{" + (id == null ? "" : "\"id\":\"" + id + "\",")
+                + "\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[" + rows + "," + width
+                + "],\"parameters\":{\"binary_data_size\":" + values.length * Float.BYTES + "}}],"
+                + "\"outputs\":[{\"name\":\"output\",\"parameters\":{\"binary_data\":true}}]}")
+                .getBytes(StandardCharsets.UTF_8);
+        ByteBuffer bytes = ByteBuffer.allocate(header.length + values.length * Float.BYTES)
+                .order(ByteOrder.LITTLE_ENDIAN);
+        bytes.put(header).asFloatBuffer().put(values);
+        return new Body(bytes.array(), Integer.toString(header.length));
+    }
+
+    /** Writes each point's histogram: {@code dir/label.hlog} (all, tagged rate-N) and {@code dir/label-N.hgrm}. */
+    static void writeHistograms(Path dir, String label, List<Measured> points) throws IOException {
+        Files.createDirectories(dir);
+        try (PrintStream log = new PrintStream(Files.newOutputStream(dir.resolve(label + ".hlog")), false,
+                StandardCharsets.UTF_8)) {
+            HistogramLogWriter writer = new HistogramLogWriter(log);
+            writer.outputComment("HttpLoad " + label + ": latency in ns from each request's intended arrival");
+            writer.outputLogFormatVersion();
+            writer.outputLegend();
+            for (Measured m : points) {
+                Histogram h = m.histogram().copy();
+                h.setTag("rate-" + m.point().offeredPerSecond() + (m.point().recovery() ? "-recovery" : ""));
+                writer.outputIntervalHistogram(h);
+            }
+        }
+        for (Measured m : points) {
+            String name = label + "-" + m.point().offeredPerSecond() + (m.point().recovery() ? "-recovery" : "")
+                    + ".hgrm";
+            try (PrintStream out = new PrintStream(Files.newOutputStream(dir.resolve(name)), false,
+                    StandardCharsets.UTF_8)) {
+                m.histogram().outputPercentileDistribution(out, 5, 1000.0);
+            }
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         Map<String, String> given = new LinkedHashMap<>();
         for (int i = 0; i + 1 < args.length; i += 2) {
             given.put(args[i].replaceFirst("^--", ""), args[i + 1]);
         }
-        if (!given.containsKey("url") || !given.containsKey("width")) {
-            System.err.println("usage: HttpLoad --url URL --width W [--rates r1,r2] [--seconds S] [--max-requests N]"
-                    + " [--rows N|A-B] [--json FILE]");
-            System.exit(2);
+        if (given.containsKey("write-body") && given.containsKey("width")) {
+            writeBody(Path.of(given.get("write-body")), Integer.parseInt(given.get("width")),
+                    Integer.parseInt(given.getOrDefault("rows", "1")), given.getOrDefault("encoding", "json"));
+            return;
         }
-        String[] rows = given.getOrDefault("rows", "1").split("-");
-        Options options = new Options(URI.create(given.get("url")), Integer.parseInt(given.get("width")),
-                Arrays.stream(given.getOrDefault("rates", "500,2000,8000").split(",")).map(Integer::parseInt).toList(),
-                Double.parseDouble(given.getOrDefault("seconds", "5")),
-                Long.parseLong(given.getOrDefault("max-requests", "200000")), Integer.parseInt(rows[0]),
-                Integer.parseInt(rows[rows.length - 1]));
-        List<Point> points = run(options);
+        if (!given.containsKey("url") || !given.containsKey("width") || args.length % 2 != 0) {
+            usage();
+        }
+        Options options;
+        try {
+            String[] rows = given.getOrDefault("rows", "1").split("-");
+            String encoding = given.getOrDefault("encoding", "json");
+            if (!encoding.equals("json") && !encoding.equals("binary")) {
+                throw new IllegalArgumentException("--encoding is json or binary, not " + encoding);
+            }
+            options = new Options(URI.create(given.get("url")), Integer.parseInt(given.get("width")),
+                    Arrays.stream(given.getOrDefault("rates", "500,2000,8000").split(",")).map(String::strip)
+                            .map(Integer::parseInt).toList(),
+                    Double.parseDouble(given.getOrDefault("seconds", "5")),
+                    Long.parseLong(given.getOrDefault("max-requests", "200000")), Integer.parseInt(rows[0]),
+                    Integer.parseInt(rows[rows.length - 1]), encoding.equals("binary"),
+                    Double.parseDouble(given.getOrDefault("timeout-seconds", "10")),
+                    Integer.parseInt(given.getOrDefault("max-in-flight", "2048")),
+                    Double.parseDouble(given.getOrDefault("warmup-seconds", "0")),
+                    Boolean.parseBoolean(given.getOrDefault("stop-after-saturation", "false")),
+                    Boolean.parseBoolean(given.getOrDefault("recovery", "false")));
+        } catch (IllegalArgumentException e) {
+            System.err.println("HttpLoad: " + e.getMessage());
+            usage();
+            return;
+        }
+        String label = given.getOrDefault("label", "load");
+        Instant started = Instant.now();
+        List<Measured> measured = measure(options);
+        List<Point> points = measured.stream().map(Measured::point).toList();
         for (Point p : points) {
-            System.out.printf(Locale.ROOT, "%8d/s offered  %10.1f/s ok  p50 %9.1f  p99 %9.1f  p99.9 %9.1f  max %9.1f µs"
-                    + "  503s %d  errors %d%n", p.offeredPerSecond(), p.completedPerSecond(), p.p50Micros(),
-                    p.p99Micros(), p.p999Micros(), p.maxMicros(), p.unavailable(), p.errors());
+            System.out.printf(Locale.ROOT, "%s %8d/s offered%s  %10.1f/s ok  p50 %9.1f  p99 %9.1f  p99.9 %9.1f  "
+                    + "max %9.1f µs  503s %d  errors %d (timeouts %d)  dropped %d  %s%n", label, p.offeredPerSecond(),
+                    p.recovery() ? " (recovery)" : "", p.completedPerSecond(), p.p50Micros(), p.p99Micros(),
+                    p.p999Micros(), p.maxMicros(), p.unavailable(), p.errors(), p.timeouts(), p.dropped(),
+                    p.sustained() ? "sustained" : "NOT sustained");
+        }
+        if (given.containsKey("histograms")) {
+            writeHistograms(Path.of(given.get("histograms")), label, measured);
         }
         if (given.containsKey("json")) {
             Map<String, Object> report = new LinkedHashMap<>();
+            report.put("label", label);
+            report.put("started", started.toString());
             report.put("options", options);
             report.put("points", points);
             JSON.enable(SerializationFeature.INDENT_OUTPUT).writeValue(Path.of(given.get("json")).toFile(), report);
         }
+    }
+
+    /**
+     * Writes one request body of {@code rows} random rows (for another client, such as wrk) and prints its
+     * {@code Inference-Header-Content-Length}, or an empty line for JSON.
+     */
+    static void writeBody(Path file, int width, int rows, String encoding) throws IOException {
+        SplittableRandom random = new SplittableRandom(42);
+        Body body = switch (encoding) {
+            case "json" -> new Body(body(rows, width, random), null);
+            case "binary" -> binaryBody(rows, width, random);
+            default -> throw new IllegalArgumentException("--encoding is json or binary, not " + encoding);
+        };
+        Files.write(file, body.bytes());
+        System.out.println(body.headerLength() == null ? "" : body.headerLength());
+    }
+
+    private static void usage() {
+        System.err.println("usage: HttpLoad --url URL --width W [--rates r1,r2] [--seconds S] [--max-requests N]"
+                + " [--rows N|A-B] [--encoding json|binary] [--timeout-seconds S] [--max-in-flight N]"
+                + " [--warmup-seconds S] [--stop-after-saturation true|false] [--recovery true|false]"
+                + " [--label NAME] [--json FILE] [--histograms DIR]\n       HttpLoad --write-body FILE --width W"
+                + " [--rows N] [--encoding json|binary]");
+        System.exit(2);
     }
 }

@@ -1,0 +1,620 @@
+package org.cudagraph4j.benchmarks.server;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.TreeSet;
+import java.util.stream.Stream;
+
+/**
+ * Turns one serving run's folder ({@code bin/run-serving-benchmark} writes it) into
+ * {@code results.md} (the answers' cross-check, one table per request mix with both servers at
+ * each offered load, the issue's targets met or missed, and {@code wrk}'s closed-loop numbers) and
+ * {@code chart.svg} (p50 and p99 latency against offered load, both servers, one panel per mix).
+ *
+ * <p>What it reads: {@code load-SERVER-MIX.json} ({@link HttpLoad}'s {@code --json}; SERVER is
+ * {@code java} or {@code torch}), {@code crosscheck.json} ({@link CrossCheck}), {@code wrk-SERVER-MIX.json}
+ * (the Lua script's summary) and {@code run.properties} (the run's name and the servers' ready lines),
+ * each where present.
+ *
+ * <pre>
+ *   ServingReport DIR
+ * </pre>
+ */
+public final class ServingReport {
+    /** The issue's latency target: the Java server's p99 at most this share of PyTorch's. */
+    static final double P99_RATIO_TARGET = 0.5;
+    /** The issue's throughput target, at p99 under {@link #P99_LIMIT_MICROS}: at least this multiple of PyTorch's. */
+    static final double THROUGHPUT_TARGET = 2.0;
+    static final double P99_LIMIT_MICROS = 10_000;
+    static final List<String> SERVERS = List.of("java", "torch");
+    private static final Map<String, String> NAMES = Map.of("java", "Java (cudagraph4j)", "torch", "PyTorch");
+    private static final Map<String, String> COLORS = Map.of("java", "#d62728", "torch", "#555555");
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /** One server's points under one mix. */
+    record Series(String server, String mix, JsonNode options, List<JsonNode> points) {}
+
+    private final Properties run = new Properties();
+    /** mix -> server -> series, mixes in the order first seen (sorted file names). */
+    private final Map<String, Map<String, Series>> loads = new LinkedHashMap<>();
+    private JsonNode crossCheck;
+    private final List<JsonNode> wrk = new ArrayList<>();
+
+    /**
+     * Reads what {@code dir} holds.
+     *
+     * @param dir a serving run's folder
+     * @return the report
+     * @throws IOException if a file cannot be read or parsed
+     */
+    static ServingReport read(Path dir) throws IOException {
+        ServingReport report = new ServingReport();
+        Path properties = dir.resolve("run.properties");
+        if (Files.exists(properties)) {
+            try (Reader reader = Files.newBufferedReader(properties)) {
+                report.run.load(reader);
+            }
+        }
+        if (Files.exists(dir.resolve("crosscheck.json"))) {
+            report.crossCheck = JSON.readTree(dir.resolve("crosscheck.json").toFile());
+        }
+        List<Path> files;
+        try (Stream<Path> list = Files.list(dir)) {
+            files = list.sorted().toList();
+        }
+        for (Path file : files) {
+            String name = file.getFileName().toString();
+            if (name.startsWith("load-") && name.endsWith(".json")) {
+                String rest = name.substring("load-".length(), name.length() - ".json".length());
+                int dash = rest.indexOf('-');
+                if (dash < 0 || !SERVERS.contains(rest.substring(0, dash))) {
+                    continue;
+                }
+                JsonNode load = JSON.readTree(file.toFile());
+                List<JsonNode> points = new ArrayList<>();
+                load.path("points").forEach(points::add);
+                String server = rest.substring(0, dash);
+                String mix = rest.substring(dash + 1);
+                report.loads.computeIfAbsent(mix, m -> new LinkedHashMap<>())
+                        .put(server, new Series(server, mix, load.path("options"), points));
+            } else if (name.startsWith("wrk-") && name.endsWith(".json")) {
+                JsonNode summary = JSON.readTree(file.toFile());
+                ((com.fasterxml.jackson.databind.node.ObjectNode) summary).put("file", name);
+                report.wrk.add(summary);
+            }
+        }
+        // Single rows first, then by the largest request.
+        List<Map.Entry<String, Map<String, Series>>> mixes = new ArrayList<>(report.loads.entrySet());
+        mixes.sort(Comparator.comparingInt((Map.Entry<String, Map<String, Series>> e) -> e.getValue().values()
+                .iterator().next().options().path("maxRows").asInt()).thenComparing(Map.Entry::getKey));
+        report.loads.clear();
+        mixes.forEach(e -> report.loads.put(e.getKey(), e.getValue()));
+        return report;
+    }
+
+    public static void main(String[] args) throws IOException {
+        if (args.length != 1) {
+            System.err.println("usage: ServingReport DIR");
+            System.exit(2);
+        }
+        System.out.print(write(Path.of(args[0])));
+    }
+
+    /**
+     * Reads {@code dir} and writes its {@code results.md} and {@code chart.svg}.
+     *
+     * @param dir a serving run's folder
+     * @return the Markdown written
+     * @throws IOException if a file cannot be read, parsed or written
+     */
+    static String write(Path dir) throws IOException {
+        ServingReport report = read(dir);
+        String markdown = report.markdown();
+        Files.writeString(dir.resolve("results.md"), markdown);
+        Files.writeString(dir.resolve("chart.svg"), report.svg());
+        return markdown;
+    }
+
+    private String runName() {
+        return run.getProperty("name", "this run");
+    }
+
+    /** A mix's title, from its options: "1 row per request, JSON". */
+    static String mixTitle(JsonNode options) {
+        int min = options.path("minRows").asInt(1);
+        int max = options.path("maxRows").asInt(min);
+        String rows = min == max ? min + (min == 1 ? " row" : " rows") : min + "–" + max + " rows (uniform)";
+        return rows + " per request, " + (options.path("binary").asBoolean(false) ? "binary tensor data" : "JSON");
+    }
+
+    String markdown() {
+        StringBuilder md = new StringBuilder();
+        md.append("# Serving: the Java server against its PyTorch twin, ").append(runName()).append("\n\n");
+        md.append("Both servers load the same `.safetensors` model");
+        if (run.containsKey("model")) {
+            md.append(" (").append(run.getProperty("model")).append(')');
+        }
+        md.append(" and speak the Open Inference Protocol over loopback; the load goes to one server at a time. ");
+        md.append("`HttpLoad` offers Poisson arrivals at each rate (open loop) and measures each latency from the "
+                + "request's intended arrival, so queueing is never hidden (no coordinated omission).");
+        if (run.containsKey("seconds")) {
+            md.append(" Each point lasts ").append(run.getProperty("seconds")).append(" s");
+            if (run.containsKey("warmup")) {
+                md.append(" after a ").append(run.getProperty("warmup")).append(" s warm-up at the first rate");
+            }
+            md.append('.');
+        }
+        md.append(" A point is *sustained* when every request sent was answered 200 and the answers kept at least "
+                + (int) (HttpLoad.SUSTAINED_SHARE * 100) + "% of the pace sent. After the first rate a server does "
+                + "not sustain, its ladder stops (`—`: not run), and the lowest rate runs once more "
+                + "(*recovery*).\n\n");
+        for (String server : SERVERS) {
+            String line = run.getProperty(server + ".server");
+            if (line != null) {
+                md.append("- ").append(NAMES.get(server)).append(": `").append(line.strip()).append("`\n");
+            }
+        }
+        if (run.containsKey("java.server") || run.containsKey("torch.server")) {
+            md.append('\n');
+        }
+        crossCheckSection(md);
+        for (Map.Entry<String, Map<String, Series>> load : loads.entrySet()) {
+            loadSection(md, load.getValue());
+        }
+        targetsSection(md);
+        wrkSection(md);
+        if (!loads.isEmpty()) {
+            md.append("![p50 and p99 latency against offered load](chart.svg)\n");
+        }
+        return md.toString();
+    }
+
+    private void crossCheckSection(StringBuilder md) {
+        md.append("## Answers\n\n");
+        if (crossCheck == null) {
+            md.append("No cross-check in this folder.\n\n");
+            return;
+        }
+        if (!crossCheck.path("problem").isNull() && !crossCheck.path("problem").isMissingNode()) {
+            md.append("**FAILED**: the servers could not be compared: ").append(crossCheck.path("problem").asText())
+                    .append("\n\n");
+            return;
+        }
+        JsonNode cases = crossCheck.path("cases");
+        long bad = 0;
+        TreeSet<Integer> rows = new TreeSet<>();
+        for (JsonNode c : cases) {
+            rows.add(c.path("rows").asInt());
+            bad += c.path("agree").asBoolean() ? 0 : 1;
+        }
+        md.append(crossCheck.path("agree").asBoolean() ? "**PASS**: " : "**FAIL**: ").append(cases.size() - bad)
+                .append(" of ").append(cases.size()).append(" answers agree (requests of ")
+                .append(rows.stream().map(String::valueOf).reduce((x, y) -> x + ", " + y).orElse("no"))
+                .append(" rows, JSON and binary, alone and all at once); worst relative error ")
+                .append(String.format(Locale.ROOT, "%.2e", crossCheck.path("worst").asDouble()))
+                .append(", tolerance ")
+                .append(String.format(Locale.ROOT, "%.0e", crossCheck.path("tolerance").asDouble()))
+                .append(". The error of an answer is max|a − b| / max(max|b|, 1e-6) over the whole answer");
+        if (crossCheck.path("reference").asBoolean()) {
+            md.append("; both servers are also compared with the model run on the CPU");
+        }
+        md.append(".\n\n");
+        if (bad > 0) {
+            md.append("| rows | body | mode | Java vs PyTorch | Java vs CPU | PyTorch vs CPU |\n"
+                    + "|---|---|---|---|---|---|\n");
+            for (JsonNode c : cases) {
+                if (!c.path("agree").asBoolean()) {
+                    md.append(String.format(Locale.ROOT, "| %d | %s | %s | %.2e | %s | %s |%n", c.path("rows").asInt(),
+                            c.path("encoding").asText(), c.path("mode").asText(), c.path("errorAB").asDouble(),
+                            c.path("errorA").asText(), c.path("errorB").asText()));
+                }
+            }
+            md.append('\n');
+        }
+    }
+
+    private void loadSection(StringBuilder md, Map<String, Series> byServer) {
+        Series any = byServer.values().iterator().next();
+        md.append("## ").append(mixTitle(any.options())).append("\n\n");
+        md.append("Latencies in µs of the 200 answers; `ok/s` is 200 answers per second; `*` marks a point not "
+                + "sustained.\n\n");
+        StringBuilder header = new StringBuilder("| offered/s |");
+        StringBuilder rule = new StringBuilder("|---:|");
+        for (String server : SERVERS) {
+            String name = NAMES.get(server);
+            header.append(' ').append(name).append(" ok/s | p50 | p99 | p99.9 | max | 503 | errors |");
+            rule.append("---:|---:|---:|---:|---:|---:|---:|");
+        }
+        header.append(" p99 Java/PyTorch |");
+        rule.append("---:|");
+        md.append(header).append('\n').append(rule).append('\n');
+        TreeSet<Integer> rates = new TreeSet<>();
+        byServer.values().forEach(s -> s.points().stream().filter(p -> !p.path("recovery").asBoolean())
+                .forEach(p -> rates.add(p.path("offeredPerSecond").asInt())));
+        for (int rate : rates) {
+            row(md, Integer.toString(rate), byServer, rate, false);
+        }
+        TreeSet<Integer> recoveries = new TreeSet<>();
+        byServer.values().forEach(s -> s.points().stream().filter(p -> p.path("recovery").asBoolean())
+                .forEach(p -> recoveries.add(p.path("offeredPerSecond").asInt())));
+        for (int rate : recoveries) {
+            row(md, rate + " (recovery)", byServer, rate, true);
+        }
+        md.append('\n');
+    }
+
+    private static void row(StringBuilder md, String label, Map<String, Series> byServer, int rate, boolean recovery) {
+        md.append("| ").append(label).append(" |");
+        Map<String, JsonNode> at = new LinkedHashMap<>();
+        for (String server : SERVERS) {
+            Optional<JsonNode> point = point(byServer.get(server), rate, recovery);
+            if (point.isEmpty()) {
+                md.append(" — | | | | | | |");
+                continue;
+            }
+            JsonNode p = point.get();
+            at.put(server, p);
+            md.append(String.format(Locale.ROOT, " %s%s | %s | %s | %s | %s | %d | %s |", f(p.path("completedPerSecond")
+                    .asDouble()), p.path("sustained").asBoolean() ? "" : "*", f(p.path("p50Micros").asDouble()),
+                    f(p.path("p99Micros").asDouble()), f(p.path("p999Micros").asDouble()),
+                    f(p.path("maxMicros").asDouble()), p.path("unavailable").asLong(), errors(p)));
+        }
+        JsonNode java = at.get("java");
+        JsonNode torch = at.get("torch");
+        md.append(java != null && torch != null && torch.path("p99Micros").asDouble() > 0
+                && java.path("ok").asLong() > 0 ? " " + String.format(Locale.ROOT, "%.2f",
+                java.path("p99Micros").asDouble() / torch.path("p99Micros").asDouble()) + " |" : " |");
+        md.append('\n');
+    }
+
+    private static String errors(JsonNode p) {
+        long errors = p.path("errors").asLong();
+        long timeouts = p.path("timeouts").asLong();
+        long dropped = p.path("dropped").asLong();
+        String text = Long.toString(errors);
+        if (timeouts > 0) {
+            text += " (" + timeouts + " timed out)";
+        }
+        if (dropped > 0) {
+            text += ", " + dropped + " not sent";
+        }
+        return text;
+    }
+
+    private static Optional<JsonNode> point(Series series, int rate, boolean recovery) {
+        if (series == null) {
+            return Optional.empty();
+        }
+        return series.points().stream().filter(p -> p.path("offeredPerSecond").asInt() == rate
+                && p.path("recovery").asBoolean() == recovery).findFirst();
+    }
+
+    private static boolean clean(JsonNode p) {
+        return p.path("errors").asLong() == 0 && p.path("unavailable").asLong() == 0
+                && p.path("dropped").asLong() == 0 && p.path("ok").asLong() > 0;
+    }
+
+    /** The highest 200-answer rate among points with p99 under 10 ms and every request answered 200. */
+    static Optional<JsonNode> bestUnder10ms(Series series) {
+        if (series == null) {
+            return Optional.empty();
+        }
+        return series.points().stream().filter(p -> !p.path("recovery").asBoolean())
+                .filter(p -> clean(p) && p.path("p99Micros").asDouble() < P99_LIMIT_MICROS)
+                .max(Comparator.comparingDouble(p -> p.path("completedPerSecond").asDouble()));
+    }
+
+    private void targetsSection(StringBuilder md) {
+        if (loads.isEmpty()) {
+            return;
+        }
+        md.append("## Targets\n\n");
+        md.append("| mix | target | this run | verdict |\n|---|---|---|---|\n");
+        for (Map.Entry<String, Map<String, Series>> load : loads.entrySet()) {
+            Map<String, Series> byServer = load.getValue();
+            Series java = byServer.get("java");
+            Series torch = byServer.get("torch");
+            String mix = mixTitle(byServer.values().iterator().next().options());
+            // p99 at every load both sustain
+            List<String> ratios = new ArrayList<>();
+            boolean met = true;
+            if (java != null && torch != null) {
+                for (JsonNode j : java.points()) {
+                    if (j.path("recovery").asBoolean() || !j.path("sustained").asBoolean()) {
+                        continue;
+                    }
+                    Optional<JsonNode> t = point(torch, j.path("offeredPerSecond").asInt(), false);
+                    if (t.isPresent() && t.get().path("sustained").asBoolean()) {
+                        double ratio = j.path("p99Micros").asDouble() / t.get().path("p99Micros").asDouble();
+                        ratios.add(j.path("offeredPerSecond").asInt() + "/s: "
+                                + String.format(Locale.ROOT, "%.2f", ratio));
+                        met &= ratio <= P99_RATIO_TARGET;
+                    }
+                }
+            }
+            md.append("| ").append(mix).append(" | Java p99 ≤ ").append(P99_RATIO_TARGET)
+                    .append("× PyTorch's at every load both sustain | ")
+                    .append(ratios.isEmpty() ? "no load both sustain" : String.join(", ", ratios)).append(" | ")
+                    .append(ratios.isEmpty() ? "n/a" : met ? "met" : "missed").append(" |\n");
+            // throughput at p99 < 10 ms
+            Optional<JsonNode> bestJava = bestUnder10ms(java);
+            Optional<JsonNode> bestTorch = bestUnder10ms(torch);
+            String throughput = "Java " + bestJava.map(p -> f(p.path("completedPerSecond").asDouble()) + "/s (offered "
+                    + p.path("offeredPerSecond").asInt() + ")").orElse("none") + ", PyTorch "
+                    + bestTorch.map(p -> f(p.path("completedPerSecond").asDouble()) + "/s (offered "
+                    + p.path("offeredPerSecond").asInt() + ")").orElse("none");
+            String verdict = "n/a";
+            if (bestJava.isPresent() && bestTorch.isPresent()) {
+                double ratio = bestJava.get().path("completedPerSecond").asDouble()
+                        / bestTorch.get().path("completedPerSecond").asDouble();
+                throughput += String.format(Locale.ROOT, ": %.2f×", ratio);
+                boolean javaTopped = isLast(java, bestJava.get());
+                verdict = ratio >= THROUGHPUT_TARGET ? "met" : javaTopped ? "not reached (Java's best is the highest "
+                        + "rate offered: offer more)" : "missed";
+            }
+            md.append("| ").append(mix).append(" | the most 200s/s with p99 < 10 ms and no error: Java ≥ ")
+                    .append(THROUGHPUT_TARGET).append("× PyTorch | ").append(throughput).append(" | ").append(verdict)
+                    .append(" |\n");
+            // errors
+            for (String server : SERVERS) {
+                Series series = byServer.get(server);
+                if (series == null) {
+                    continue;
+                }
+                md.append("| ").append(mix).append(" | ").append(NAMES.get(server))
+                        .append(": no error below saturation, only 503s above it, recovers | ")
+                        .append(errorVerdict(series)).append(" |\n");
+            }
+        }
+        md.append('\n');
+    }
+
+    private static boolean isLast(Series series, JsonNode point) {
+        return series.points().stream().filter(p -> !p.path("recovery").asBoolean())
+                .mapToInt(p -> p.path("offeredPerSecond").asInt()).max().orElse(0)
+                == point.path("offeredPerSecond").asInt();
+    }
+
+    /** "this run | verdict" for the error target. */
+    static String errorVerdict(Series series) {
+        long errorsBelow = 0;
+        long errorsAbove = 0;
+        long unavailableAbove = 0;
+        boolean saturated = false;
+        Boolean recovered = null;
+        for (JsonNode p : series.points()) {
+            long errors = p.path("errors").asLong() + p.path("dropped").asLong();
+            if (p.path("recovery").asBoolean()) {
+                recovered = p.path("sustained").asBoolean();
+            } else if (p.path("sustained").asBoolean() && !saturated) {
+                errorsBelow += errors;
+            } else {
+                saturated = true;
+                errorsAbove += errors;
+                unavailableAbove += p.path("unavailable").asLong();
+            }
+        }
+        String text = errorsBelow + " errors below saturation; ";
+        text += saturated ? "above it " + unavailableAbove + " 503s and " + errorsAbove + " other errors (timeouts, "
+                + "failed exchanges or requests not sent)" : "not saturated";
+        if (recovered != null) {
+            text += "; recovery point " + (recovered ? "sustained" : "NOT sustained");
+        }
+        boolean met = errorsBelow == 0 && errorsAbove == 0 && (recovered == null || recovered);
+        return text + " | " + (saturated ? met ? "met" : "missed" : errorsBelow == 0 ? "met below saturation (never "
+                + "saturated)" : "missed");
+    }
+
+    private void wrkSection(StringBuilder md) {
+        if (wrk.isEmpty()) {
+            return;
+        }
+        md.append("## wrk (an independent, closed-loop client)\n\n");
+        md.append("`wrk` keeps a fixed number of connections busy, each sending its next request when the last is "
+                + "answered: it measures the throughput a server reaches, and latencies that do not include queueing "
+                + "before a request is sent (coordinated omission), unlike the table above.\n\n");
+        md.append("| server | body | threads | connections | s | requests/s | p50 µs | p99 µs | max µs | non-2xx | "
+                + "socket errors |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        for (JsonNode w : wrk) {
+            String file = w.path("file").asText();
+            String[] parts = file.substring("wrk-".length(), file.length() - ".json".length()).split("-", 2);
+            md.append(String.format(Locale.ROOT, "| %s | %s | %d | %d | %s | %s | %s | %s | %s | %d | %d |%n",
+                    NAMES.getOrDefault(parts[0], parts[0]), parts.length > 1 ? parts[1] : "",
+                    w.path("threads").asInt(), w.path("connections").asInt(), f(w.path("seconds").asDouble()),
+                    f(w.path("requests_per_second").asDouble()), f(w.path("p50_us").asDouble()),
+                    f(w.path("p99_us").asDouble()), f(w.path("max_us").asDouble()), w.path("non_2xx").asLong(),
+                    w.path("socket_errors").asLong()));
+        }
+        md.append('\n');
+    }
+
+    /** Three significant figures, without exponents. */
+    static String f(double v) {
+        if (Double.isNaN(v)) {
+            return "n/a";
+        }
+        if (v == 0) {
+            return "0";
+        }
+        double a = Math.abs(v);
+        if (a >= 100) {
+            return String.format(Locale.ROOT, "%.0f", v);
+        }
+        return a >= 10 ? String.format(Locale.ROOT, "%.1f", v) : String.format(Locale.ROOT, "%.2f", v);
+    }
+
+    // ---- chart ----
+
+    /** One panel per mix: p50 (solid) and p99 (dashed) latency against offered load, both servers, log-log. */
+    String svg() {
+        int panelWidth = 460;
+        int panelHeight = 380;
+        int columns = Math.max(1, Math.min(2, loads.size()));
+        int rows = Math.max(1, (loads.size() + columns - 1) / columns);
+        int width = 40 + columns * (panelWidth + 20);
+        int height = 50 + rows * (panelHeight + 20);
+        StringBuilder svg = new StringBuilder();
+        svg.append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"").append(width).append("\" height=\"")
+                .append(height).append("\" font-family=\"sans-serif\" font-size=\"11\">\n");
+        svg.append("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
+        svg.append(text(width / 2, 20, "Latency against offered load, " + escape(runName())
+                + " (open loop, from intended arrival; hollow: not sustained)", 14, "middle"));
+        int i = 0;
+        for (Map<String, Series> byServer : loads.values()) {
+            int x = 30 + (i % columns) * (panelWidth + 20);
+            int y = 40 + (i / columns) * (panelHeight + 20);
+            panel(svg, x, y, panelWidth, panelHeight, byServer);
+            i++;
+        }
+        if (loads.isEmpty()) {
+            svg.append(text(width / 2, 60, "no load results in this folder", 12, "middle"));
+        }
+        svg.append("</svg>\n");
+        return svg.toString();
+    }
+
+    private static void panel(StringBuilder svg, int x, int y, int width, int height, Map<String, Series> byServer) {
+        String title = mixTitle(byServer.values().iterator().next().options());
+        double minRate = Double.MAX_VALUE;
+        double maxRate = 0;
+        double minLatency = Double.MAX_VALUE;
+        double maxLatency = P99_LIMIT_MICROS;
+        for (Series series : byServer.values()) {
+            for (JsonNode p : series.points()) {
+                if (p.path("recovery").asBoolean()) {
+                    continue;
+                }
+                minRate = Math.min(minRate, p.path("offeredPerSecond").asDouble());
+                maxRate = Math.max(maxRate, p.path("offeredPerSecond").asDouble());
+                for (String key : List.of("p50Micros", "p99Micros")) {
+                    double v = p.path(key).asDouble();
+                    if (v > 0) {
+                        minLatency = Math.min(minLatency, v);
+                        maxLatency = Math.max(maxLatency, v);
+                    }
+                }
+            }
+        }
+        if (maxRate == 0) {
+            minRate = 1;
+            maxRate = 10;
+        }
+        if (minLatency == Double.MAX_VALUE) {
+            minLatency = 10;
+        }
+        double rateLow = Math.pow(10, Math.floor(Math.log10(minRate)));
+        double rateHigh = Math.pow(10, Math.ceil(Math.log10(maxRate * 1.0001)));
+        if (rateHigh <= rateLow) {
+            rateHigh = rateLow * 10;
+        }
+        double latencyLow = Math.pow(10, Math.floor(Math.log10(minLatency)));
+        double latencyHigh = Math.pow(10, Math.ceil(Math.log10(maxLatency * 1.0001)));
+        int left = x + 55;
+        int right = x + width - 10;
+        int top = y + 25;
+        int bottom = y + height - 75;
+        svg.append(text(x + width / 2, y + 12, escape(title), 12, "middle"));
+        svg.append(String.format(Locale.ROOT, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
+                + "stroke=\"#999\"/>%n", left, top, right - left, bottom - top));
+        for (double tick = latencyLow; tick <= latencyHigh * 1.0001; tick *= 10) {
+            int ty = scale(tick, latencyLow, latencyHigh, bottom, top);
+            svg.append(line(left, ty, right, ty, "#e5e5e5", null));
+            svg.append(text(left - 4, ty + 4, tickMicros(tick), 10, "end"));
+        }
+        for (double tick = rateLow; tick <= rateHigh * 1.0001; tick *= 10) {
+            int tx = scale(tick, rateLow, rateHigh, left, right);
+            svg.append(line(tx, top, tx, bottom, "#e5e5e5", null));
+            svg.append(text(tx, bottom + 14, tick(tick), 10, "middle"));
+        }
+        svg.append(text((left + right) / 2, bottom + 28, "offered load, requests/s (log)", 10, "middle"));
+        svg.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\" "
+                + "transform=\"rotate(-90 %d %d)\">latency (log)</text>%n", x + 10, (top + bottom) / 2, x + 10,
+                (top + bottom) / 2));
+        int limit = scale(P99_LIMIT_MICROS, latencyLow, latencyHigh, bottom, top);
+        svg.append(line(left, limit, right, limit, "#2ca02c", "2,3"));
+        svg.append(text(right - 2, limit - 3, "10 ms", 9, "end"));
+        int legend = 0;
+        for (String server : SERVERS) {
+            Series series = byServer.get(server);
+            if (series == null) {
+                continue;
+            }
+            List<JsonNode> points = series.points().stream().filter(p -> !p.path("recovery").asBoolean())
+                    .sorted(Comparator.comparingInt(p -> p.path("offeredPerSecond").asInt())).toList();
+            for (String key : List.of("p50Micros", "p99Micros")) {
+                boolean p99 = key.equals("p99Micros");
+                StringBuilder path = new StringBuilder();
+                StringBuilder marks = new StringBuilder();
+                for (JsonNode p : points) {
+                    double v = p.path(key).asDouble();
+                    if (v <= 0) {
+                        continue;
+                    }
+                    int px = scale(p.path("offeredPerSecond").asDouble(), rateLow, rateHigh, left, right);
+                    int py = scale(v, latencyLow, latencyHigh, bottom, top);
+                    path.append(path.isEmpty() ? "" : " ").append(px).append(',').append(py);
+                    marks.append(String.format(Locale.ROOT, "<circle cx=\"%d\" cy=\"%d\" r=\"3\" fill=\"%s\" "
+                            + "stroke=\"%s\"><title>%s %s at %d/s offered: %s µs (%s/s ok)</title></circle>%n", px, py,
+                            p.path("sustained").asBoolean() ? COLORS.get(server) : "white", COLORS.get(server),
+                            NAMES.get(server), p99 ? "p99" : "p50", p.path("offeredPerSecond").asInt(), f(v),
+                            f(p.path("completedPerSecond").asDouble())));
+                }
+                if (!path.isEmpty()) {
+                    svg.append(String.format(Locale.ROOT, "<polyline points=\"%s\" fill=\"none\" stroke=\"%s\" "
+                            + "stroke-width=\"1.5\"%s/>%n", path, COLORS.get(server),
+                            p99 ? " stroke-dasharray=\"5,3\"" : ""));
+                    svg.append(marks);
+                }
+                int lx = left + (legend % 2) * ((right - left) / 2);
+                int ly = bottom + 44 + (legend / 2) * 14;
+                svg.append(line(lx, ly - 4, lx + 22, ly - 4, COLORS.get(server), p99 ? "5,3" : null));
+                svg.append(text(lx + 27, ly, escape(NAMES.get(server) + (p99 ? " p99" : " p50")), 10, "start"));
+                legend++;
+            }
+        }
+    }
+
+    /** A power of ten as a latency: 100 µs, 1 ms, 10 s. */
+    private static String tickMicros(double v) {
+        if (v >= 1e6) {
+            return tick(v / 1e6) + " s";
+        }
+        return v >= 1e3 ? tick(v / 1e3) + " ms" : tick(v) + " µs";
+    }
+
+    /** A power of ten without trailing zeros: 0.1, 1, 1000. */
+    private static String tick(double v) {
+        return v >= 1 ? String.format(Locale.ROOT, "%.0f", v) : String.format(Locale.ROOT, "%s", (float) v);
+    }
+
+    private static String line(int x1, int y1, int x2, int y2, String color, String dash) {
+        return String.format(Locale.ROOT, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\"%s/>%n", x1, y1,
+                x2, y2, color, dash == null ? "" : " stroke-dasharray=\"" + dash + "\"");
+    }
+
+    private static int scale(double v, double low, double high, int from, int to) {
+        double t = (Math.log10(v) - Math.log10(low)) / (Math.log10(high) - Math.log10(low));
+        return (int) Math.round(from + t * (to - from));
+    }
+
+    private static String text(int x, int y, String content, int size, String anchor) {
+        return String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" font-size=\"%d\" text-anchor=\"%s\">%s</text>%n",
+                x, y, size, anchor, content);
+    }
+
+    private static String escape(String s) {
+        return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;");
+    }
+}
