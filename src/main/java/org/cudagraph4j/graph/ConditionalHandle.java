@@ -1,11 +1,12 @@
 package org.cudagraph4j.graph;
 
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * The value a conditional node reads when it runs ({@code cudaGraphConditionalHandle}). Made by
  * {@link CudaGraph#conditionalHandle} or {@link StreamCapture#conditionalHandle} for one graph,
- * whose conditional nodes (not those of other graphs) may use it. The value is set on the device:
+ * and for one conditional node of it. The value is set on the device:
  * by a kernel upstream of the node, or from the node's own body, with
  * {@code cudaGraphSetConditional} (see {@link ConditionalKernels}, and pass {@link #value()} to a
  * kernel of your own as an {@code unsigned long long} argument); and, when the handle
@@ -18,6 +19,7 @@ public final class ConditionalHandle {
     private final MemorySegment graph;
     private final int defaultValue;
     private final boolean resetsEachLaunch;
+    private final AtomicBoolean claimed = new AtomicBoolean();
 
     ConditionalHandle(long value, MemorySegment graph, int defaultValue, boolean resetsEachLaunch) {
         this.value = value;
@@ -58,6 +60,24 @@ public final class ConditionalHandle {
 
     boolean belongsTo(MemorySegment graphHandle) {
         return graph.equals(graphHandle);
+    }
+
+    /**
+     * Reserves this handle for one conditional node: CUDA refuses a second node on the same handle
+     * ({@code cudaErrorInvalidValue} from {@code cudaGraphAddNode}, seen with driver 580).
+     *
+     * @throws IllegalArgumentException if a node already uses it
+     */
+    void claim() {
+        if (!claimed.compareAndSet(false, true)) {
+            throw new IllegalArgumentException(this + " already drives a conditional node, and CUDA allows one node "
+                    + "per handle: make another handle");
+        }
+    }
+
+    /** Gives the handle back after the node could not be added. */
+    void release() {
+        claimed.set(false);
     }
 
     @Override

@@ -305,7 +305,8 @@ public final class CudaGraph implements AutoCloseable {
      * @param condition a handle of this graph; set it with a kernel among {@code dependencies}
      * @param dependencies nodes of this graph that must complete first; none for a root node
      * @return the node and its empty body, to fill
-     * @throws IllegalArgumentException if {@code condition} or a dependency belongs to another graph
+     * @throws IllegalArgumentException if {@code condition} or a dependency belongs to another graph, or
+     *     {@code condition} already drives a node (CUDA allows one node per handle)
      * @throws IllegalStateException if this graph is closed
      */
     public ConditionalNode ifThen(ConditionalHandle condition, GraphNode... dependencies) {
@@ -320,7 +321,8 @@ public final class CudaGraph implements AutoCloseable {
      * @param dependencies nodes of this graph that must complete first; none for a root node
      * @return the node and its two empty bodies, {@link ConditionalNode#body()} and
      *     {@link ConditionalNode#elseBody()}
-     * @throws IllegalArgumentException if {@code condition} or a dependency belongs to another graph
+     * @throws IllegalArgumentException if {@code condition} or a dependency belongs to another graph, or
+     *     {@code condition} already drives a node (CUDA allows one node per handle)
      * @throws IllegalStateException if this graph is closed
      */
     public ConditionalNode ifThenElse(ConditionalHandle condition, GraphNode... dependencies) {
@@ -334,7 +336,8 @@ public final class CudaGraph implements AutoCloseable {
      * @param condition a handle of this graph
      * @param dependencies nodes of this graph that must complete first; none for a root node
      * @return the node and its empty body, to fill
-     * @throws IllegalArgumentException if {@code condition} or a dependency belongs to another graph
+     * @throws IllegalArgumentException if {@code condition} or a dependency belongs to another graph, or
+     *     {@code condition} already drives a node (CUDA allows one node per handle)
      * @throws IllegalStateException if this graph is closed
      */
     public ConditionalNode whileLoop(ConditionalHandle condition, GraphNode... dependencies) {
@@ -349,8 +352,8 @@ public final class CudaGraph implements AutoCloseable {
      * @param cases the number of bodies, at least 1
      * @param dependencies nodes of this graph that must complete first; none for a root node
      * @return the node and its empty bodies, {@link ConditionalNode#caseBody(int)}
-     * @throws IllegalArgumentException if {@code cases} is below 1, or {@code condition} or a dependency
-     *     belongs to another graph
+     * @throws IllegalArgumentException if {@code cases} is below 1, {@code condition} or a dependency
+     *     belongs to another graph, or {@code condition} already drives a node
      * @throws IllegalStateException if this graph is closed
      */
     public ConditionalNode switchOf(ConditionalHandle condition, int cases, GraphNode... dependencies) {
@@ -807,8 +810,15 @@ public final class CudaGraph implements AutoCloseable {
             throw new IllegalArgumentException(condition + " was made for another graph: a conditional node takes a "
                     + "handle made by the graph that holds it");
         }
-        Graphs.ConditionalNode added = Graphs.addConditionalNode(graph, handles(dependencies), condition.value(),
-                type.value(), size);
+        List<MemorySegment> after = handles(dependencies);
+        condition.claim();
+        Graphs.ConditionalNode added;
+        try {
+            added = Graphs.addConditionalNode(graph, after, condition.value(), type.value(), size);
+        } catch (RuntimeException e) {
+            condition.release();
+            throw e;
+        }
         ConditionalNode node = new ConditionalNode(this, added.node(), type, condition,
                 bodies(added.bodies(), type, toString()));
         register(node);

@@ -113,7 +113,7 @@ public final class StreamCapture implements AutoCloseable {
      *
      * @param condition a handle of this capture, set by a kernel captured before
      * @return the node (its {@link ConditionalNode#node()} exists once the capture has ended) and its body
-     * @throws IllegalArgumentException if {@code condition} belongs to another graph
+     * @throws IllegalArgumentException if {@code condition} belongs to another graph or already drives a node
      * @throws IllegalStateException if the capture has ended, or the stream is not capturing
      * @see CudaGraph#ifThen
      */
@@ -126,7 +126,7 @@ public final class StreamCapture implements AutoCloseable {
      *
      * @param condition a handle of this capture
      * @return the node and its THEN and ELSE bodies
-     * @throws IllegalArgumentException if {@code condition} belongs to another graph
+     * @throws IllegalArgumentException if {@code condition} belongs to another graph or already drives a node
      * @throws IllegalStateException if the capture has ended, or the stream is not capturing
      * @see CudaGraph#ifThenElse
      */
@@ -139,7 +139,7 @@ public final class StreamCapture implements AutoCloseable {
      *
      * @param condition a handle of this capture
      * @return the node and its body, which sets the value for the next check
-     * @throws IllegalArgumentException if {@code condition} belongs to another graph
+     * @throws IllegalArgumentException if {@code condition} belongs to another graph or already drives a node
      * @throws IllegalStateException if the capture has ended, or the stream is not capturing
      * @see CudaGraph#whileLoop
      */
@@ -154,6 +154,7 @@ public final class StreamCapture implements AutoCloseable {
      * @param cases the number of bodies, at least 1
      * @return the node and its bodies
      * @throws IllegalArgumentException if {@code cases} is below 1, or {@code condition} belongs to another graph
+     *     or already drives a node
      * @throws IllegalStateException if the capture has ended, or the stream is not capturing
      * @see CudaGraph#switchOf
      */
@@ -252,8 +253,15 @@ public final class StreamCapture implements AutoCloseable {
             throw new IllegalArgumentException(condition + " was made for another graph: a conditional node takes a "
                     + "handle made by the capture that holds it");
         }
-        Graphs.ConditionalNode added = Graphs.addConditionalNode(current.graph(), current.dependencies(),
-                condition.value(), type.value(), size);
+        condition.claim();
+        Graphs.ConditionalNode added;
+        try {
+            added = Graphs.addConditionalNode(current.graph(), current.dependencies(), condition.value(),
+                    type.value(), size);
+        } catch (RuntimeException e) {
+            condition.release();
+            throw e;
+        }
         ConditionalNode node = new ConditionalNode(null, added.node(), type, condition,
                 CudaGraph.bodies(added.bodies(), type, toString()));
         conditionals.add(node);

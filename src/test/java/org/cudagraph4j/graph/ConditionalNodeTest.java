@@ -231,6 +231,9 @@ class ConditionalNodeTest {
             ConditionalHandle inner = body.conditionalHandle();
             ConditionalNode choice = body.switchOf(inner, 2, body.addKernel(kernels.set(inner, index)));
             DeviceBuffer scratch = device.allocateFloats(N);
+            // Poisoned: initcheck checks a graph's memcpy source at launch, before the kernel that
+            // writes it has run, and would call a fresh buffer uninitialized.
+            scratch.memset(0xFF);
             GraphNode write = choice.caseBody(1).addKernel(pattern(scratch, 3f, -2f));
             choice.caseBody(1).addMemcpy(out, scratch, write);
             scratch.close(); // the body holds it, so the graph and its executable do
@@ -290,6 +293,39 @@ class ConditionalNodeTest {
     }
 
     @Test
+    void ifElseAndWhileCanBeCapturedToo() {
+        try (DeviceBuffer flag = ints(1); DeviceBuffer count = ints(3); DeviceBuffer out = device.allocateFloats(N);
+                DeviceBuffer ones = device.allocateFloats(N); DeviceBuffer sum = device.allocateFloats(N)) {
+            ones.copyFrom(filled(1f));
+            sum.copyFrom(filled(0f));
+            CudaGraph graph;
+            try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+                ConditionalHandle which = capture.conditionalHandle();
+                kernels.set(which, flag).launch(stream);
+                ConditionalNode branch = capture.ifThenElse(which);
+                branch.body().addKernel(pattern(out, 1f, 0f));
+                branch.elseBody().addKernel(pattern(out, -1f, 0f));
+                ConditionalHandle more = capture.conditionalHandle();
+                kernels.set(more, count).launch(stream);
+                ConditionalNode loop = capture.whileLoop(more);
+                loop.body().addKernel(kernels.countDown(more, count), loop.body().addKernel(axpy(1f, ones, sum)));
+                graph = capture.end();
+            }
+            try (graph; GraphExec exec = graph.instantiate()) {
+                out.memset(0xFF);
+                run(exec);
+                assertArrayEquals(expectedPattern(1f, 0f), out.toFloatArray());
+                assertArrayEquals(filled(3f), sum.toFloatArray());
+                flag.copyFrom(new int[] {0});
+                count.copyFrom(new int[] {5});
+                run(exec);
+                assertArrayEquals(expectedPattern(-1f, 0f), out.toFloatArray());
+                assertArrayEquals(filled(8f), sum.toFloatArray());
+            }
+        }
+    }
+
+    @Test
     void bodiesRefuseTheNodeKindsCudaForbidsThereNamingTheRule() {
         try (CudaGraph graph = CudaGraph.create(); CudaEvent event = device.createEvent();
                 CudaGraph withEvent = CudaGraph.create(); DeviceBuffer flag = ints(1)) {
@@ -339,8 +375,13 @@ class ConditionalNodeTest {
             IllegalStateException noElse = assertThrows(IllegalStateException.class, branch::elseBody);
             assertEquals("only an IF/ELSE node has an ELSE body; this is IF", noElse.getMessage());
             assertThrows(IllegalStateException.class, () -> branch.caseBody(0));
-            ConditionalNode loop = graph.whileLoop(condition);
-            assertThrows(IllegalStateException.class, () -> graph.switchOf(condition, 2).body());
+            // Driver 580 answers a second node on one handle with cudaErrorInvalidValue.
+            IllegalArgumentException reused = assertThrows(IllegalArgumentException.class,
+                    () -> graph.whileLoop(condition));
+            assertEquals(condition + " already drives a conditional node, and CUDA allows one node per handle: make "
+                    + "another handle", reused.getMessage());
+            ConditionalNode loop = graph.whileLoop(graph.conditionalHandle());
+            assertThrows(IllegalStateException.class, () -> graph.switchOf(graph.conditionalHandle(), 2).body());
             assertEquals(ConditionalType.WHILE, loop.type());
             assertEquals(List.of(ConditionalType.IF, ConditionalType.WHILE, ConditionalType.SWITCH),
                     graph.nodes().stream().map(n -> n.conditional().orElseThrow().type()).toList());
