@@ -21,6 +21,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import org.cudagraph4j.Cuda;
 import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaEvent;
@@ -780,13 +781,21 @@ public final class GraphArchive {
             List<CudaKernel> kernels = kernels(libraries);
             int[] order = topologicalOrder();
 
+            List<List<Integer>> before = new ArrayList<>(archive.nodes.size());
+            for (int id = 0; id < archive.nodes.size(); id++) {
+                before.add(new ArrayList<>(1));
+            }
+            for (Edge edge : archive.edges) {
+                if (!edge.programmatic()) {
+                    before.get(edge.to()).add(edge.from());
+                }
+            }
             CudaGraph graph = CudaGraph.create();
             try {
                 GraphNode[] built = new GraphNode[archive.nodes.size()];
                 for (int id : order) {
-                    GraphNode[] dependencies = archive.edges.stream()
-                            .filter(e -> e.to() == id && !e.programmatic())
-                            .map(e -> built[e.from()]).toArray(GraphNode[]::new);
+                    GraphNode[] dependencies = before.get(id).stream().map(from -> built[from])
+                            .toArray(GraphNode[]::new);
                     built[id] = add(graph, archive.nodes.get(id), kernels.get(id), slots, events, dependencies);
                 }
                 for (Edge edge : archive.edges) {
@@ -852,19 +861,24 @@ public final class GraphArchive {
         /** Each node's kernel (null for other nodes), checked against its recorded parameter layout. */
         private List<CudaKernel> kernels(List<CudaLibrary> libraries) {
             List<CudaKernel> kernels = new ArrayList<>(archive.nodes.size());
+            // Each library's names and each kernel's layout are asked of the runtime once, not per node.
+            Map<Integer, Set<String>> names = new HashMap<>();
+            Map<String, List<Param>> layouts = new HashMap<>();
             for (int id = 0; id < archive.nodes.size(); id++) {
                 if (!(archive.nodes.get(id) instanceof KernelNode node)) {
                     kernels.add(null);
                     continue;
                 }
                 CudaLibrary library = libraries.get(node.library());
-                if (!library.kernelNames().contains(node.symbol())) {
+                if (!names.computeIfAbsent(node.library(), i -> Set.copyOf(library.kernelNames()))
+                        .contains(node.symbol())) {
                     throw new GraphArchiveException(Reason.PARAMETER_LAYOUT, "node " + id + ": library "
                             + library.source() + " has no kernel " + node.symbol());
                 }
                 CudaKernel kernel = library.kernel(node.symbol());
-                List<Param> actual = kernel.parameters().stream()
-                        .map(p -> new Param(p.offsetBytes(), p.sizeBytes())).toList();
+                List<Param> actual = layouts.computeIfAbsent(node.library() + "/" + node.symbol(),
+                        key -> kernel.parameters().stream().map(p -> new Param(p.offsetBytes(), p.sizeBytes()))
+                                .toList());
                 if (!actual.equals(node.params())) {
                     throw new GraphArchiveException(Reason.PARAMETER_LAYOUT, "node " + id + ": kernel "
                             + node.symbol() + " takes parameters " + layout(actual) + ", the archive recorded "
