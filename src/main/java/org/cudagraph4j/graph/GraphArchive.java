@@ -46,7 +46,8 @@ import org.cudagraph4j.internal.Graphs;
  * <pre>{@code
  * GraphArchive.save(graph, new GraphBindings().buffer("x", x).buffer("y", y), path);
  * // ... in another process, with the same library image and new buffers:
- * try (CudaGraph graph = GraphArchive.load(path, List.of(library), new GraphBindings().buffer("x", x2).buffer("y", y2));
+ * GraphBindings fresh = new GraphBindings().buffer("x", x2).buffer("y", y2);
+ * try (CudaGraph graph = GraphArchive.load(path, List.of(library), fresh);
  *      GraphExec exec = graph.instantiate()) { exec.launch(stream); }
  * }</pre>
  *

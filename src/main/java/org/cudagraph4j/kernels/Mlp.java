@@ -2,6 +2,7 @@ package org.cudagraph4j.kernels;
 
 import java.util.List;
 import java.util.Objects;
+import org.cudagraph4j.CudaLibrary;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.graph.GraphArchive;
@@ -20,6 +21,7 @@ import org.cudagraph4j.graph.GraphBindings;
  * owned buffers; graphs captured from a forward pass keep them alive.
  */
 public final class Mlp implements AutoCloseable {
+    private final ShippedKernels kernels;
     private final List<Linear> layers;
     private final int maxBatch;
     private final DeviceBuffer ping;
@@ -37,7 +39,7 @@ public final class Mlp implements AutoCloseable {
      * @throws NullPointerException if {@code kernels}, {@code layers} or a layer is null
      */
     public Mlp(ShippedKernels kernels, List<Linear> layers, int maxBatch) {
-        Objects.requireNonNull(kernels, "kernels");
+        this.kernels = Objects.requireNonNull(kernels, "kernels");
         List<Linear> stack = List.copyOf(layers);
         if (stack.isEmpty()) {
             throw new IllegalArgumentException("an Mlp needs at least one layer");
@@ -109,6 +111,15 @@ public final class Mlp implements AutoCloseable {
             layers.get(i).bindParameters(bindings, "mlp.layer" + i + ".");
         }
         return bindings;
+    }
+
+    /**
+     * The libraries this stack's kernels come from, for {@link GraphArchive#load}.
+     *
+     * @return the shipped kernels' library
+     */
+    public List<CudaLibrary> libraries() {
+        return List.of(kernels.library());
     }
 
     /**

@@ -1,7 +1,13 @@
 package org.cudagraph4j.serving;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -13,6 +19,8 @@ import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.PinnedBuffer;
 import org.cudagraph4j.graph.CaptureMode;
 import org.cudagraph4j.graph.CudaGraph;
+import org.cudagraph4j.graph.GraphArchive;
+import org.cudagraph4j.graph.GraphArchiveException;
 import org.cudagraph4j.graph.GraphExec;
 import org.cudagraph4j.graph.InstantiateFlag;
 import org.cudagraph4j.graph.StreamCapture;
@@ -25,6 +33,11 @@ import org.cudagraph4j.graph.StreamCapture;
  * stream, on this lane's worker thread.
  */
 final class CudaLane implements Lane {
+    private static final System.Logger LOG = System.getLogger(InferenceEngine.class.getName());
+    /** The slot names of a lane's own input and output in its archives. */
+    private static final String INPUT_SLOT = "lane.input";
+    private static final String OUTPUT_SLOT = "lane.output";
+
     private final int index;
     private final CudaDevice device;
     private final LaneModel model;
@@ -40,9 +53,12 @@ final class CudaLane implements Lane {
     private final List<CaptureReport> reports = Collections.synchronizedList(new ArrayList<>());
     /** Buckets still to capture, in capture order. */
     private final List<Integer> toCapture;
+    /** Where bucket graphs are kept between starts, and what they are bound to; null when not kept. */
+    private final Path archives;
+    private final LaneModel.Archiving archiving;
 
     CudaLane(int index, CudaDevice device, LaneModel model, int inputWidth, int outputWidth, BucketLadder ladder,
-            CapturePolicy policy) {
+            CapturePolicy policy, Path archives) {
         this.index = index;
         this.device = device;
         this.model = model;
@@ -63,6 +79,12 @@ final class CudaLane implements Lane {
             closeAll(made, e);
             throw e;
         }
+        LaneModel.Archiving kept = archives == null ? null : model.archiving().orElse(null);
+        if (kept != null) {
+            kept.bindings().buffer(INPUT_SLOT, input).buffer(OUTPUT_SLOT, output);
+        }
+        this.archives = kept == null ? null : archives;
+        this.archiving = kept;
         List<Integer> order = new ArrayList<>(policy == CapturePolicy.NONE ? List.of() : buckets);
         if (policy == CapturePolicy.EAGER) {
             Collections.reverse(order); // largest first, as SGLang does: the pool then fits the smaller ones
@@ -131,32 +153,75 @@ final class CudaLane implements Lane {
         return true;
     }
 
-    /** Warms up, captures and instantiates {@code bucket}, and reports what it cost. */
+    /**
+     * Loads {@code bucket}'s graph from its archive, or warms up and captures it (and archives it,
+     * when archives are kept); instantiates it; and reports what it cost.
+     */
     private void capture(int bucket) {
         DeviceBuffer in = input.slice(0, (long) bucket * inputWidth);
         DeviceBuffer out = output.slice(0, (long) bucket * outputWidth);
         long start = System.nanoTime();
-        // A warm-up pass first: lazily loaded modules load outside the capture.
-        in.memsetAsync(0, stream);
-        model.forward(stream, bucket, in, out);
-        stream.synchronize();
-        CudaGraph graph;
-        // Relaxed: the engine may be started from a virtual thread, which may change carriers.
-        try (StreamCapture capture = stream.beginCapture(CaptureMode.RELAXED)) {
-            model.forward(stream, bucket, in, out);
-            graph = capture.end();
-        }
+        Path archive = archives == null ? null : archives.resolve("bucket-" + bucket + ".cg4j");
+        CudaGraph archived = archive == null ? null : load(archive, bucket);
+        boolean loaded = archived != null;
+        CudaGraph graph = loaded ? archived : warmUpAndCapture(bucket, in, out);
         long captured = System.nanoTime();
         long freeBefore = device.memoryInfo().freeBytes();
         try (graph) {
             GraphExec exec = graph.instantiate(stream, InstantiateFlag.UPLOAD);
             stream.synchronize();
             execs[buckets.indexOf(bucket)] = exec;
+            if (archive != null && !loaded) {
+                save(graph, archive, bucket);
+            }
         }
         long instantiated = System.nanoTime();
         reports.add(new CaptureReport(index, bucket, Duration.ofNanos(captured - start),
                 Duration.ofNanos(instantiated - captured),
-                Math.max(0, freeBefore - device.memoryInfo().freeBytes())));
+                Math.max(0, freeBefore - device.memoryInfo().freeBytes()), loaded));
+    }
+
+    private CudaGraph warmUpAndCapture(int bucket, DeviceBuffer in, DeviceBuffer out) {
+        // A warm-up pass first: lazily loaded modules load outside the capture.
+        in.memsetAsync(0, stream);
+        model.forward(stream, bucket, in, out);
+        stream.synchronize();
+        // Relaxed: the engine may be started from a virtual thread, which may change carriers.
+        try (StreamCapture capture = stream.beginCapture(CaptureMode.RELAXED)) {
+            model.forward(stream, bucket, in, out);
+            return capture.end();
+        }
+    }
+
+    /** The archived graph, or null when there is none or it no longer fits (then it is captured again). */
+    private CudaGraph load(Path archive, int bucket) {
+        if (!Files.isRegularFile(archive)) {
+            return null;
+        }
+        try {
+            return GraphArchive.load(archive, archiving.libraries(), archiving.bindings());
+        } catch (GraphArchiveException | UncheckedIOException e) {
+            LOG.log(Level.WARNING, "lane " + index + ", bucket " + bucket + ": " + archive + " cannot be used ("
+                    + e.getMessage() + "); capturing the bucket again");
+            return null;
+        }
+    }
+
+    /**
+     * Archives a captured graph, through a file of this lane's own and a rename, so that lanes
+     * saving the same bucket at once never leave half a file. A failure costs the next start a
+     * capture, not this one its graph.
+     */
+    private void save(CudaGraph graph, Path archive, int bucket) {
+        try {
+            Files.createDirectories(archive.getParent());
+            Path partial = archive.resolveSibling(archive.getFileName() + ".lane" + index + ".partial");
+            GraphArchive.save(graph, archiving.bindings(), partial);
+            Files.move(partial, archive, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        } catch (GraphArchiveException | IOException | UncheckedIOException e) {
+            LOG.log(Level.WARNING, "lane " + index + ", bucket " + bucket + ": its graph cannot be archived in "
+                    + archive + " (" + e.getMessage() + ")");
+        }
     }
 
     @Override

@@ -188,7 +188,7 @@ public final class InferenceEngine implements AutoCloseable {
                 LaneModel model = Objects.requireNonNull(models.create(device), "the model factory returned null");
                 try {
                     lanes.add(new CudaLane(i, device, model, inputWidth, outputWidth, options.ladder(),
-                            options.capturePolicy()));
+                            options.capturePolicy(), options.graphArchives()));
                 } catch (RuntimeException e) {
                     model.close();
                     throw e;

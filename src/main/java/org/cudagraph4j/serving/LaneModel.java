@@ -1,9 +1,14 @@
 package org.cudagraph4j.serving;
 
+import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import org.cudagraph4j.CudaDevice;
+import org.cudagraph4j.CudaLibrary;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.graph.GraphArchive;
+import org.cudagraph4j.graph.GraphBindings;
 import org.cudagraph4j.kernels.Linear;
 import org.cudagraph4j.kernels.Mlp;
 
@@ -26,9 +31,39 @@ public interface LaneModel extends AutoCloseable {
      */
     void forward(CudaStream stream, int batch, DeviceBuffer input, DeviceBuffer output);
 
+    /**
+     * What a {@link GraphArchive} needs to keep this copy's captured passes between starts (see
+     * {@link ServingOptions#withGraphArchives}): the buffers a pass uses besides its input and
+     * output, under names that every copy of the model gives its own buffers, and the libraries its
+     * kernels come from. Empty, the default, when passes cannot be archived: the engine then captures.
+     *
+     * @return what to archive with, or empty
+     */
+    default Optional<Archiving> archiving() {
+        return Optional.empty();
+    }
+
     /** Frees what this copy owns; the engine calls it once the lane has stopped. */
     @Override
     void close();
+
+    /**
+     * The named buffers and the libraries of a lane model's passes, for {@link GraphArchive}.
+     *
+     * @param bindings the buffers a pass uses besides its input and output; the lane adds those
+     * @param libraries the loaded libraries the pass's kernels come from
+     */
+    record Archiving(GraphBindings bindings, List<CudaLibrary> libraries) {
+        /**
+         * Copies the library list.
+         *
+         * @throws NullPointerException if an argument is null
+         */
+        public Archiving {
+            Objects.requireNonNull(bindings, "bindings");
+            libraries = List.copyOf(libraries);
+        }
+    }
 
     /** Makes one lane's copy of the model. */
     @FunctionalInterface
@@ -43,7 +78,7 @@ public interface LaneModel extends AutoCloseable {
     }
 
     /**
-     * A lane model on an {@link Mlp}, which it owns and closes.
+     * A lane model on an {@link Mlp}, which it owns and closes; its passes can be archived.
      *
      * @param mlp the stack, with a maxBatch of at least the ladder's largest bucket
      * @param mode how its layers apply bias and ReLU
@@ -57,6 +92,11 @@ public interface LaneModel extends AutoCloseable {
             @Override
             public void forward(CudaStream stream, int batch, DeviceBuffer input, DeviceBuffer output) {
                 mlp.forward(stream, batch, input, output, mode);
+            }
+
+            @Override
+            public Optional<Archiving> archiving() {
+                return Optional.of(new Archiving(mlp.bindTo(new GraphBindings()), mlp.libraries()));
             }
 
             @Override

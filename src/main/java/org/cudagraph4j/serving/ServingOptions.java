@@ -1,5 +1,6 @@
 package org.cudagraph4j.serving;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -18,9 +19,12 @@ import java.util.Objects;
  *     a {@link java.util.concurrent.TimeoutException}
  * @param closeTimeout how long {@link InferenceEngine#close()} serves what is queued before it fails
  *     the rest
+ * @param graphArchives a folder where each bucket's graph is kept as a
+ *     {@link org.cudagraph4j.graph.GraphArchive}, so that a later start loads it instead of capturing
+ *     it; null for none. Used for lane models that {@linkplain LaneModel#archiving() support it}
  */
 public record ServingOptions(BucketLadder ladder, CapturePolicy capturePolicy, Duration maxWait, int queueCapacity,
-        int lanes, Duration requestTimeout, Duration closeTimeout) {
+        int lanes, Duration requestTimeout, Duration closeTimeout, Path graphArchives) {
 
     /**
      * Checks the options.
@@ -32,7 +36,8 @@ public record ServingOptions(BucketLadder ladder, CapturePolicy capturePolicy, D
      * @param lanes batches running at once; at least 1
      * @param requestTimeout a request's deadline from submission; positive
      * @param closeTimeout how long closing serves what is queued; not negative
-     * @throws NullPointerException if an object is null
+     * @param graphArchives where bucket graphs are kept between starts, or null
+     * @throws NullPointerException if an object other than {@code graphArchives} is null
      * @throws IllegalArgumentException if a number or duration is out of range
      */
     public ServingOptions {
@@ -54,6 +59,24 @@ public record ServingOptions(BucketLadder ladder, CapturePolicy capturePolicy, D
     }
 
     /**
+     * Options that keep no graph archives.
+     *
+     * @param ladder the batch sizes with a graph each
+     * @param capturePolicy when the graphs are captured
+     * @param maxWait how long a batch waits for more requests; not negative
+     * @param queueCapacity the most request pieces waiting; at least 1
+     * @param lanes batches running at once; at least 1
+     * @param requestTimeout a request's deadline from submission; positive
+     * @param closeTimeout how long closing serves what is queued; not negative
+     * @throws NullPointerException if an object is null
+     * @throws IllegalArgumentException if a number or duration is out of range
+     */
+    public ServingOptions(BucketLadder ladder, CapturePolicy capturePolicy, Duration maxWait, int queueCapacity,
+            int lanes, Duration requestTimeout, Duration closeTimeout) {
+        this(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout, null);
+    }
+
+    /**
      * The defaults: {@link BucketLadder#defaultLadder()}, eager capture, 200 µs of batching wait,
      * 4,096 queued pieces, 2 lanes, 30 s per request, 10 s to close.
      *
@@ -71,7 +94,8 @@ public record ServingOptions(BucketLadder ladder, CapturePolicy capturePolicy, D
      * @return a copy with {@code ladder}
      */
     public ServingOptions withLadder(BucketLadder ladder) {
-        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout);
+        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout,
+                graphArchives);
     }
 
     /**
@@ -81,7 +105,8 @@ public record ServingOptions(BucketLadder ladder, CapturePolicy capturePolicy, D
      * @return a copy with {@code capturePolicy}
      */
     public ServingOptions withCapturePolicy(CapturePolicy capturePolicy) {
-        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout);
+        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout,
+                graphArchives);
     }
 
     /**
@@ -91,7 +116,8 @@ public record ServingOptions(BucketLadder ladder, CapturePolicy capturePolicy, D
      * @return a copy with {@code maxWait}
      */
     public ServingOptions withMaxWait(Duration maxWait) {
-        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout);
+        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout,
+                graphArchives);
     }
 
     /**
@@ -101,7 +127,8 @@ public record ServingOptions(BucketLadder ladder, CapturePolicy capturePolicy, D
      * @return a copy with {@code queueCapacity}
      */
     public ServingOptions withQueueCapacity(int queueCapacity) {
-        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout);
+        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout,
+                graphArchives);
     }
 
     /**
@@ -111,7 +138,8 @@ public record ServingOptions(BucketLadder ladder, CapturePolicy capturePolicy, D
      * @return a copy with {@code lanes}
      */
     public ServingOptions withLanes(int lanes) {
-        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout);
+        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout,
+                graphArchives);
     }
 
     /**
@@ -121,7 +149,8 @@ public record ServingOptions(BucketLadder ladder, CapturePolicy capturePolicy, D
      * @return a copy with {@code requestTimeout}
      */
     public ServingOptions withRequestTimeout(Duration requestTimeout) {
-        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout);
+        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout,
+                graphArchives);
     }
 
     /**
@@ -131,6 +160,22 @@ public record ServingOptions(BucketLadder ladder, CapturePolicy capturePolicy, D
      * @return a copy with {@code closeTimeout}
      */
     public ServingOptions withCloseTimeout(Duration closeTimeout) {
-        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout);
+        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout,
+                graphArchives);
+    }
+
+    /**
+     * These options keeping each bucket's graph in {@code directory}: a lane captures a bucket once
+     * and saves its graph there; a later start with the same model loads it instead (no warm-up, no
+     * capture), and captures again (replacing the file) when the archive no longer fits: another
+     * GPU, other kernels, other buffer sizes. Lanes whose model does not
+     * {@linkplain LaneModel#archiving() support archives} capture as usual.
+     *
+     * @param directory the folder, created if missing; null to keep none
+     * @return a copy with {@code directory}
+     */
+    public ServingOptions withGraphArchives(Path directory) {
+        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout,
+                directory);
     }
 }

@@ -3,6 +3,7 @@ package org.cudagraph4j.serving;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -49,6 +50,19 @@ class BucketLadderTest {
         assertThrows(IllegalArgumentException.class, () -> defaults.withQueueCapacity(0));
         assertThrows(IllegalArgumentException.class, () -> defaults.withRequestTimeout(Duration.ZERO));
         assertThrows(IllegalArgumentException.class, () -> defaults.withMaxWait(Duration.ofMillis(-1)));
+    }
+
+    @Test
+    void graphArchivesAreOffByDefaultAndKeptThroughTheOtherWithers() {
+        ServingOptions defaults = ServingOptions.defaults();
+        assertEquals(null, defaults.graphArchives());
+        Path dir = Path.of("archives");
+        ServingOptions kept = defaults.withGraphArchives(dir).withLanes(3).withMaxWait(Duration.ZERO);
+        assertEquals(dir, kept.graphArchives());
+        assertEquals(3, kept.lanes());
+        assertEquals(null, kept.withGraphArchives(null).graphArchives());
+        assertEquals(defaults, new ServingOptions(defaults.ladder(), defaults.capturePolicy(), defaults.maxWait(),
+                defaults.queueCapacity(), defaults.lanes(), defaults.requestTimeout(), defaults.closeTimeout()));
     }
 
     @Test

@@ -1,8 +1,11 @@
 package org.cudagraph4j.serving;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -14,11 +17,14 @@ import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.GpuTest;
 import org.cudagraph4j.TestData;
+import org.cudagraph4j.graph.GraphArchive;
 import org.cudagraph4j.kernels.Linear;
 import org.cudagraph4j.kernels.Mlp;
 import org.cudagraph4j.kernels.ShippedKernels;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -142,5 +148,49 @@ class InferenceEngineGpuTest {
                 assertEquals(metrics.batches(), metrics.graphLaunches(), metrics.toString());
             }
         }
+    }
+
+    @Test
+    void aSecondStartLoadsEveryBucketFromItsArchiveAndAnswersTheSame(@TempDir Path dir) throws Exception {
+        ServingOptions options = ServingOptions.defaults().withLadder(LADDER).withLanes(2).withGraphArchives(dir);
+        float[] input = TestData.randomFloats(37 * WIDTH, TestData.newSeed());
+        float[] first;
+        try (InferenceEngine engine = InferenceEngine.start(device, WIDTH, WIDTH, InferenceEngineGpuTest::laneModel,
+                options)) {
+            assertTrue(engine.captureReports().stream().noneMatch(CaptureReport::fromArchive));
+            first = engine.submit(input).get(1, TimeUnit.MINUTES);
+        }
+        for (int bucket : LADDER.sizes()) {
+            assertTrue(Files.isRegularFile(dir.resolve("bucket-" + bucket + ".cg4j")), "bucket " + bucket);
+        }
+        try (InferenceEngine engine = InferenceEngine.start(device, WIDTH, WIDTH, InferenceEngineGpuTest::laneModel,
+                options)) {
+            List<CaptureReport> reports = engine.captureReports();
+            assertEquals(2 * LADDER.sizes().size(), reports.size());
+            assertTrue(reports.stream().allMatch(CaptureReport::fromArchive), reports.toString());
+            float[] second = engine.submit(input).get(1, TimeUnit.MINUTES);
+            assertArrayEquals(first, second, "the loaded graphs compute what the captured ones did");
+            double[] expected = reference(input);
+            for (int i = 0; i < expected.length; i++) {
+                assertEquals(expected[i], second[i], 1e-4 * (1 + Math.abs(expected[i])), "element " + i);
+            }
+        }
+    }
+
+    @Test
+    void anArchiveThatNoLongerFitsIsCapturedAgain(@TempDir Path dir) throws Exception {
+        Files.write(dir.resolve("bucket-4.cg4j"), new byte[] {'n', 'o', 't', ' ', 'o', 'n', 'e'});
+        ServingOptions options = ServingOptions.defaults().withLadder(LADDER).withLanes(1).withGraphArchives(dir);
+        try (InferenceEngine engine = InferenceEngine.start(device, WIDTH, WIDTH, InferenceEngineGpuTest::laneModel,
+                options)) {
+            assertTrue(engine.captureReports().stream().noneMatch(CaptureReport::fromArchive));
+            float[] rows = TestData.randomFloats(3 * WIDTH, TestData.newSeed());
+            float[] answer = engine.submit(rows).get(1, TimeUnit.MINUTES);
+            double[] expected = reference(rows);
+            for (int i = 0; i < expected.length; i++) {
+                assertEquals(expected[i], answer[i], 1e-4 * (1 + Math.abs(expected[i])), "element " + i);
+            }
+        }
+        assertTrue(GraphArchive.read(dir.resolve("bucket-4.cg4j")).nodeCount() > 0, "replaced by a real archive");
     }
 }
