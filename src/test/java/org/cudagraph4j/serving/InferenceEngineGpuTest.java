@@ -7,7 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
@@ -33,11 +35,16 @@ import org.junit.jupiter.params.provider.EnumSource;
 class InferenceEngineGpuTest {
     private static final int WIDTH = 64;
     private static final BucketLadder LADDER = BucketLadder.of(1, 2, 4, 8, 16, 32, 64);
+    /** Set by {@code bin/run-tests --sanitize}. */
+    private static final String SANITIZER_PROPERTY = "org.cudagraph4j.sanitizer";
+    private static final int POOL_ROWS = 4096;
     private static CudaDevice device;
     private static ShippedKernels kernels;
     private static float[][] weights;
     private static float[][] biases;
     private static List<DeviceBuffer> buffers;
+    private static float[] pool;
+    private static double[] poolAnswers;
 
     @BeforeAll
     static void load() {
@@ -56,6 +63,8 @@ class InferenceEngineGpuTest {
             buffers.add(TestData.upload(device, weights[l]));
             buffers.add(TestData.upload(device, biases[l]));
         }
+        pool = TestData.randomFloats(POOL_ROWS * WIDTH, seed + 100);
+        poolAnswers = reference(pool);
     }
 
     @AfterAll
@@ -92,9 +101,17 @@ class InferenceEngineGpuTest {
         return current;
     }
 
+    /**
+     * 64 threads submit 1,000 requests each (20 under a sanitizer, which slows the GPU a hundredfold),
+     * of 1 to 300 rows (above the ladder's largest bucket, a request is split), at most 16 in flight
+     * per thread. Rows are drawn from a pool whose float64 answers are computed once, so that every
+     * row of every answer is checked against its own reference: no cross-talk within a batch.
+     */
     @ParameterizedTest
     @EnumSource(CapturePolicy.class)
     void manyThreadsGetTheirOwnRowsRightAcrossTheSwitchToGraphs(CapturePolicy policy) throws Exception {
+        int threadCount = 64;
+        int requestsPerThread = System.getProperty(SANITIZER_PROPERTY) == null ? 1000 : 20;
         ServingOptions options = ServingOptions.defaults().withLadder(LADDER).withCapturePolicy(policy)
                 .withMaxWait(Duration.ofNanos(100_000)).withLanes(2)
                 // Correctness only (deadlines have CPU tests): under racecheck, requests took longer
@@ -106,34 +123,19 @@ class InferenceEngineGpuTest {
                 assertEquals(2 * LADDER.sizes().size(), engine.captureReports().size());
             }
             List<Thread> threads = new ArrayList<>();
-            List<String> wrong = java.util.Collections.synchronizedList(new ArrayList<>());
-            for (int t = 0; t < 16; t++) {
+            List<String> wrong = Collections.synchronizedList(new ArrayList<>());
+            for (int t = 0; t < threadCount; t++) {
                 int thread = t;
                 threads.add(Thread.ofVirtual().start(() -> {
                     SplittableRandom random = new SplittableRandom(thread);
-                    List<float[]> inputs = new ArrayList<>();
-                    List<CompletableFuture<float[]>> futures = new ArrayList<>();
-                    for (int r = 0; r < 40; r++) {
-                        float[] input = TestData.randomFloats(random.nextInt(1, 151) * WIDTH, random.nextLong());
-                        inputs.add(input);
-                        futures.add(engine.submit(input));
-                    }
-                    for (int r = 0; r < inputs.size(); r++) {
-                        try {
-                            float[] answer = futures.get(r).get(11, TimeUnit.MINUTES);
-                            double[] expected = reference(inputs.get(r));
-                            double error = 0;
-                            double norm = 0;
-                            for (int i = 0; i < expected.length; i++) {
-                                error += (answer[i] - expected[i]) * (answer[i] - expected[i]);
-                                norm += expected[i] * expected[i];
+                    ArrayDeque<Request> inFlight = new ArrayDeque<>();
+                    for (int r = 0; r < requestsPerThread; r++) {
+                        int[] rows = random.ints(random.nextInt(1, 301), 0, POOL_ROWS).toArray();
+                        inFlight.add(new Request(r, rows, engine.submit(poolRows(rows))));
+                        if (inFlight.size() == 16 || r == requestsPerThread - 1) {
+                            while (!inFlight.isEmpty()) {
+                                check(inFlight.poll(), thread, wrong);
                             }
-                            if (!(Math.sqrt(error / Math.max(norm, 1e-30)) < 1e-5)) {
-                                wrong.add("thread " + thread + " request " + r + ": relative error "
-                                        + Math.sqrt(error / norm));
-                            }
-                        } catch (Exception e) {
-                            wrong.add("thread " + thread + " request " + r + ": " + e);
                         }
                     }
                 }));
@@ -143,9 +145,43 @@ class InferenceEngineGpuTest {
             }
             assertTrue(wrong.isEmpty(), () -> wrong.size() + " wrong, first: " + wrong.getFirst());
             EngineMetrics metrics = engine.metrics();
-            assertEquals(16 * 40, metrics.completed());
+            assertEquals((long) threadCount * requestsPerThread, metrics.completed());
             if (policy == CapturePolicy.EAGER) {
                 assertEquals(metrics.batches(), metrics.graphLaunches(), metrics.toString());
+            }
+        }
+    }
+
+    private record Request(int index, int[] poolRows, CompletableFuture<float[]> answer) {}
+
+    private static float[] poolRows(int[] rows) {
+        float[] input = new float[rows.length * WIDTH];
+        for (int r = 0; r < rows.length; r++) {
+            System.arraycopy(pool, rows[r] * WIDTH, input, r * WIDTH, WIDTH);
+        }
+        return input;
+    }
+
+    private static void check(Request request, int thread, List<String> wrong) {
+        float[] answer;
+        try {
+            answer = request.answer().get(11, TimeUnit.MINUTES);
+        } catch (Exception e) {
+            wrong.add("thread " + thread + " request " + request.index() + ": " + e);
+            return;
+        }
+        for (int r = 0; r < request.poolRows().length; r++) {
+            double error = 0;
+            double norm = 0;
+            for (int i = 0; i < WIDTH; i++) {
+                double expected = poolAnswers[request.poolRows()[r] * WIDTH + i];
+                error += (answer[r * WIDTH + i] - expected) * (answer[r * WIDTH + i] - expected);
+                norm += expected * expected;
+            }
+            if (!(Math.sqrt(error / Math.max(norm, 1e-30)) < 1e-5)) {
+                wrong.add("thread " + thread + " request " + request.index() + " row " + r + ": relative error "
+                        + Math.sqrt(error / Math.max(norm, 1e-30)));
+                return;
             }
         }
     }
