@@ -150,6 +150,18 @@ public final class GraphArchive {
     }
 
     /**
+     * Saves {@code graph} as bytes: {@link #of} then {@link #toBytes()}.
+     *
+     * @param graph the graph to save
+     * @param bindings the named buffers and events
+     * @return the archive's bytes
+     * @throws GraphArchiveException as {@link #of} does
+     */
+    public static byte[] save(CudaGraph graph, GraphBindings bindings) {
+        return of(graph, bindings).toBytes();
+    }
+
+    /**
      * Saves {@code graph} to {@code file}: {@link #of} then {@link #toBytes()}.
      *
      * @param graph the graph to save
@@ -263,6 +275,19 @@ public final class GraphArchive {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot read graph archive " + file, e);
         }
+    }
+
+    /**
+     * Reads archive bytes and builds their graph: {@link #fromBytes} then {@link #build}.
+     *
+     * @param archive the bytes {@link #save(CudaGraph, GraphBindings)} returned
+     * @param libraries the loaded libraries its kernels come from
+     * @param bindings the buffers and events to bind its slots to
+     * @return the graph, which the caller closes
+     * @throws GraphArchiveException if a check fails
+     */
+    public static CudaGraph load(byte[] archive, List<CudaLibrary> libraries, GraphBindings bindings) {
+        return fromBytes(archive).build(libraries, bindings);
     }
 
     /**

@@ -22,6 +22,19 @@ public final class GraphBindings {
     public GraphBindings() {}
 
     /**
+     * Bindings of the buffers in {@code buffers}, by name, in the map's order.
+     *
+     * @param buffers slot name to buffer
+     * @return new bindings, to which events may still be added
+     * @throws IllegalArgumentException if a name is empty
+     */
+    public static GraphBindings of(Map<String, DeviceBuffer> buffers) {
+        GraphBindings bindings = new GraphBindings();
+        buffers.forEach(bindings::buffer);
+        return bindings;
+    }
+
+    /**
      * Binds a buffer slot.
      *
      * @param name the slot's name, unique among buffer slots

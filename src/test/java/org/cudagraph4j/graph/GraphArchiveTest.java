@@ -11,6 +11,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.cudagraph4j.ChildJvm;
 import org.cudagraph4j.Cuda;
 import org.cudagraph4j.CudaDevice;
@@ -225,7 +226,8 @@ class GraphArchiveTest {
                 ShippedKernels shipped = ShippedKernels.load(device)) {
             CudaLibrary other = shipped.library();
             graph.addKernel(KernelNodeParams.of(saxpy, Dim3.of(17), Dim3.of(256), 0, N, 3f, x, y));
-            GraphArchive archive = GraphArchive.of(graph, new GraphBindings().buffer("x", x).buffer("y", y));
+            GraphArchive archive = GraphArchive.fromBytes(GraphArchive.save(graph,
+                    GraphBindings.of(Map.of("x", x, "y", y))));
             GraphBindings both = new GraphBindings().buffer("x", x).buffer("y", y);
             LiveResources before = Cuda.liveResources();
 
@@ -261,7 +263,7 @@ class GraphArchiveTest {
                     + "archive recorded [4@0, 4@8, 8@8, 8@16]"), layout.getMessage());
 
             assertEquals(before, Cuda.liveResources(), "a refused load leaves no graph behind");
-            try (CudaGraph loaded = archive.build(List.of(other, library), both)) {
+            try (CudaGraph loaded = GraphArchive.load(archive.toBytes(), List.of(other, library), both)) {
                 assertEquals(1, loaded.nodes().size());
             }
         }
