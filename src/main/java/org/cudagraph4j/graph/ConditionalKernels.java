@@ -48,7 +48,7 @@ public final class ConditionalKernels implements AutoCloseable {
     }
 
     /**
-     * Loads the kernels (a few microseconds of PTX compilation by the driver, once per process).
+     * Loads the kernels; the driver compiles their PTX for this GPU when they are first used.
      *
      * @return the kernels, to be closed when no longer needed
      * @throws org.cudagraph4j.CudaException if the driver cannot load them (a GPU older than sm_80)
