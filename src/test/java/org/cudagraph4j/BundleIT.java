@@ -24,7 +24,7 @@ class BundleIT {
     private static final long MAX_BYTES = 48L << 20;
 
     private final Path tarball = Path.of(System.getProperty("bundle.tarball", "target/cudagraph4j-gpu-bundle.tar.gz"));
-    private final Path bundle = Path.of(System.getProperty("bundle.dir", "target/gpu-bundle/cudagraph4j-gpu-bundle"));
+    private final Path bundle = Path.of(System.getProperty("bundle.dir", "target/cudagraph4j-gpu-bundle/cudagraph4j-gpu-bundle"));
 
     @Test
     void tarballIsUnderTheSizeLimit() throws IOException {
