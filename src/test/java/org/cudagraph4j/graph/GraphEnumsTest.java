@@ -1,6 +1,7 @@
 package org.cudagraph4j.graph;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import org.cudagraph4j.CudaEvent;
 import org.cudagraph4j.cudart.cudart_h;
@@ -46,6 +47,18 @@ class GraphEnumsTest {
         for (InstantiateResult result : InstantiateResult.values()) {
             assertEquals(cudart_h.class.getMethod(result.cudaName()).invoke(null), result.value(), result.cudaName());
         }
+    }
+
+    @Test
+    void conditionalTypes() {
+        assertEquals(cudart_h.cudaGraphCondTypeIf(), ConditionalType.IF.value());
+        assertEquals(cudart_h.cudaGraphCondTypeWhile(), ConditionalType.WHILE.value());
+        assertEquals(cudart_h.cudaGraphCondTypeSwitch(), ConditionalType.SWITCH.value());
+        for (ConditionalType type : ConditionalType.values()) {
+            assertEquals(type, ConditionalType.fromValue(type.value()));
+        }
+        assertEquals("unknown cudaGraphConditionalNodeType 7",
+                assertThrows(IllegalArgumentException.class, () -> ConditionalType.fromValue(7)).getMessage());
     }
 
     @Test
