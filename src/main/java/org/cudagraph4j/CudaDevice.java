@@ -1,5 +1,6 @@
 package org.cudagraph4j;
 
+import java.util.Objects;
 import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Memory;
 import org.cudagraph4j.internal.Streams;
@@ -137,6 +138,42 @@ public final class CudaDevice {
         long byteSize = length * type.byteSize();
         Devices.use(ordinal);
         return DeviceBuffer.own(this, Memory.malloc(byteSize), type, length);
+    }
+
+    /**
+     * Whether this device can read and write {@code peer}'s memory directly, over NVLink or PCIe
+     * ({@code cudaDeviceCanAccessPeer}). Copies between devices work either way (through the host
+     * when it cannot); kernels may touch a peer's memory only once {@link #enablePeerAccess} did.
+     *
+     * @param peer another device of this host
+     * @return whether peer access is possible; false for this device itself
+     */
+    public boolean canAccessPeer(CudaDevice peer) {
+        Objects.requireNonNull(peer, "peer");
+        return !peer.equals(this) && Devices.canAccessPeer(ordinal, peer.ordinal);
+    }
+
+    /**
+     * Lets this device's kernels and copies reach {@code peer}'s memory directly
+     * ({@code cudaDeviceEnablePeerAccess}); the access is one way, from this device to the peer.
+     * Enabling it again does nothing.
+     *
+     * @param peer another device of this host
+     * @throws IllegalArgumentException if {@code peer} is this device
+     * @throws UnsupportedOperationException if the hardware gives this device no direct access to
+     *     {@code peer} ({@link #canAccessPeer} is false): copies between them still work, through the host
+     * @throws CudaException if the runtime refuses, e.g. with too many peers enabled
+     */
+    public void enablePeerAccess(CudaDevice peer) {
+        Objects.requireNonNull(peer, "peer");
+        if (peer.equals(this)) {
+            throw new IllegalArgumentException(this + " is its own memory's device, not a peer");
+        }
+        if (!Devices.canAccessPeer(ordinal, peer.ordinal)) {
+            throw new UnsupportedOperationException(this + " cannot access " + peer + "'s memory directly "
+                    + "(cudaDeviceCanAccessPeer is 0); copies between them still work, through the host");
+        }
+        Devices.enablePeerAccess(ordinal, peer.ordinal);
     }
 
     /**

@@ -4749,6 +4749,129 @@ public class cudart_h extends cudart_h$shared {
         }
     }
 
+    private static class cudaDeviceCanAccessPeer {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_INT,
+            cudart_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaDeviceCanAccessPeer").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaDeviceCanAccessPeer"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevice)
+     * }
+     */
+    public static FunctionDescriptor cudaDeviceCanAccessPeer$descriptor() {
+        return cudaDeviceCanAccessPeer.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevice)
+     * }
+     */
+    public static MethodHandle cudaDeviceCanAccessPeer$handle() {
+        return cudaDeviceCanAccessPeer.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevice)
+     * }
+     */
+    public static MemorySegment cudaDeviceCanAccessPeer$address() {
+        return cudaDeviceCanAccessPeer.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevice)
+     * }
+     */
+    public static int cudaDeviceCanAccessPeer(MemorySegment canAccessPeer, int device, int peerDevice) {
+        var mh$ = cudaDeviceCanAccessPeer.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaDeviceCanAccessPeer", canAccessPeer, device, peerDevice);
+            }
+            return (int)mh$.invokeExact(canAccessPeer, device, peerDevice);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaDeviceEnablePeerAccess {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_INT,
+            cudart_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaDeviceEnablePeerAccess").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaDeviceEnablePeerAccess"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags)
+     * }
+     */
+    public static FunctionDescriptor cudaDeviceEnablePeerAccess$descriptor() {
+        return cudaDeviceEnablePeerAccess.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags)
+     * }
+     */
+    public static MethodHandle cudaDeviceEnablePeerAccess$handle() {
+        return cudaDeviceEnablePeerAccess.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags)
+     * }
+     */
+    public static MemorySegment cudaDeviceEnablePeerAccess$address() {
+        return cudaDeviceEnablePeerAccess.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags)
+     * }
+     */
+    public static int cudaDeviceEnablePeerAccess(int peerDevice, int flags) {
+        var mh$ = cudaDeviceEnablePeerAccess.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaDeviceEnablePeerAccess", peerDevice, flags);
+            }
+            return (int)mh$.invokeExact(peerDevice, flags);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static class cudaDriverGetVersion {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
             cudart_h.C_INT,

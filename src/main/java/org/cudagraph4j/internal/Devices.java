@@ -53,6 +53,31 @@ public final class Devices {
         }
     }
 
+    /**
+     * Whether {@code device} can read and write {@code peer}'s memory directly ({@code cudaDeviceCanAccessPeer}).
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__PEER.html">Peer device memory access</a>
+     */
+    public static boolean canAccessPeer(int device, int peer) {
+        CudartLoader.ensureLoaded();
+        return Out.intValue("cudaDeviceCanAccessPeer", "device " + device + ", peer " + peer,
+                (arena, can) -> cudaDeviceCanAccessPeer(can, device, peer)) != 0;
+    }
+
+    /**
+     * Lets {@code device} access {@code peer}'s memory ({@code cudaDeviceEnablePeerAccess}, made
+     * from {@code device}); already enabled is not an error.
+     */
+    public static void enablePeerAccess(int device, int peer) {
+        use(device);
+        int status = cudaDeviceEnablePeerAccess(peer, 0);
+        if (status == cudaErrorPeerAccessAlreadyEnabled()) {
+            cudaGetLastError(); // the runtime also records it as the last error
+            return;
+        }
+        Status.check(status, "cudaDeviceEnablePeerAccess", "device " + device + ", peer " + peer);
+    }
+
     /** Blocks until all work on the current device is done. */
     public static void synchronize() {
         Status.check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
