@@ -1,7 +1,9 @@
 package org.cudagraph4j.graph;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.cudagraph4j.internal.Graphs;
 
 /**
  * The value a conditional node reads when it runs ({@code cudaGraphConditionalHandle}). Made by
@@ -56,6 +58,28 @@ public final class ConditionalHandle {
      */
     public boolean resetsEachLaunch() {
         return resetsEachLaunch;
+    }
+
+    /** A new handle of {@code graph} ({@code cudaGraphConditionalHandleCreate}). */
+    static ConditionalHandle create(MemorySegment graph, int defaultValue, boolean resetEachLaunch) {
+        return new ConditionalHandle(Graphs.createConditionalHandle(graph, defaultValue, resetEachLaunch), graph,
+                defaultValue, resetEachLaunch);
+    }
+
+    /**
+     * Adds the one conditional node this handle drives to {@code graph}, after {@code dependencies}.
+     *
+     * @throws IllegalArgumentException if the handle already drives a node
+     */
+    Graphs.ConditionalNode addNode(MemorySegment graph, List<MemorySegment> dependencies, ConditionalType type,
+            int size) {
+        claim();
+        try {
+            return Graphs.addConditionalNode(graph, dependencies, value, type.value(), size);
+        } catch (RuntimeException e) {
+            release();
+            throw e;
+        }
     }
 
     boolean belongsTo(MemorySegment graphHandle) {

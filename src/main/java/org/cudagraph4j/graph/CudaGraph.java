@@ -294,9 +294,7 @@ public final class CudaGraph implements AutoCloseable {
      * @throws IllegalStateException if this graph is closed
      */
     public ConditionalHandle conditionalHandle(int defaultValue, boolean resetEachLaunch) {
-        MemorySegment graph = handle();
-        return new ConditionalHandle(Graphs.createConditionalHandle(graph, defaultValue, resetEachLaunch), graph,
-                defaultValue, resetEachLaunch);
+        return ConditionalHandle.create(handle(), defaultValue, resetEachLaunch);
     }
 
     /**
@@ -810,15 +808,7 @@ public final class CudaGraph implements AutoCloseable {
             throw new IllegalArgumentException(condition + " was made for another graph: a conditional node takes a "
                     + "handle made by the graph that holds it");
         }
-        List<MemorySegment> after = handles(dependencies);
-        condition.claim();
-        Graphs.ConditionalNode added;
-        try {
-            added = Graphs.addConditionalNode(graph, after, condition.value(), type.value(), size);
-        } catch (RuntimeException e) {
-            condition.release();
-            throw e;
-        }
+        Graphs.ConditionalNode added = condition.addNode(graph, handles(dependencies), type, size);
         ConditionalNode node = new ConditionalNode(this, added.node(), type, condition,
                 bodies(added.bodies(), type, toString()));
         register(node);

@@ -449,6 +449,12 @@ public final class GraphArchive {
         }
     }
 
+    /** The device of the first bound buffer, or device 0: where the graph's memory is. */
+    private static CudaDevice deviceOf(GraphBindings bindings) {
+        return bindings.buffers().values().stream().findFirst().map(DeviceBuffer::device)
+                .orElseGet(() -> Cuda.device(0));
+    }
+
     private static GraphArchiveException corrupt(String why) {
         return new GraphArchiveException(Reason.CORRUPT, "not a valid graph archive: " + why);
     }
@@ -656,8 +662,7 @@ public final class GraphArchive {
             }
             List<Edge> edges = graph.edges().stream()
                     .map(e -> new Edge(ids.get(e.from()), ids.get(e.to()), e.programmatic())).toList();
-            CudaDevice device = bindings.buffers().values().stream().findFirst().map(DeviceBuffer::device)
-                    .orElseGet(() -> Cuda.device(0));
+            CudaDevice device = deviceOf(bindings);
             DeviceProperties properties = device.properties();
             return new GraphArchive(Cuda.libraryVersion(), properties.major(), properties.minor(), properties.name(),
                     libraries, slots, List.copyOf(eventIndex.keySet()), nodes, edges);
@@ -793,8 +798,7 @@ public final class GraphArchive {
         }
 
         CudaGraph build() {
-            CudaDevice device = bindings.buffers().values().stream().findFirst().map(DeviceBuffer::device)
-                    .orElseGet(() -> Cuda.device(0));
+            CudaDevice device = deviceOf(bindings);
             DeviceProperties here = device.properties();
             if (here.major() != archive.major || here.minor() != archive.minor) {
                 throw new GraphArchiveException(Reason.ARCHITECTURE, "the archive was saved on " + archive.deviceName

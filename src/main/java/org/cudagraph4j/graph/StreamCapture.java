@@ -102,9 +102,7 @@ public final class StreamCapture implements AutoCloseable {
      * @throws IllegalStateException if the capture has ended, or the stream is not capturing
      */
     public ConditionalHandle conditionalHandle(int defaultValue, boolean resetEachLaunch) {
-        MemorySegment graph = captureGraph().graph();
-        return new ConditionalHandle(Graphs.createConditionalHandle(graph, defaultValue, resetEachLaunch), graph,
-                defaultValue, resetEachLaunch);
+        return ConditionalHandle.create(captureGraph().graph(), defaultValue, resetEachLaunch);
     }
 
     /**
@@ -253,15 +251,7 @@ public final class StreamCapture implements AutoCloseable {
             throw new IllegalArgumentException(condition + " was made for another graph: a conditional node takes a "
                     + "handle made by the capture that holds it");
         }
-        condition.claim();
-        Graphs.ConditionalNode added;
-        try {
-            added = Graphs.addConditionalNode(current.graph(), current.dependencies(), condition.value(),
-                    type.value(), size);
-        } catch (RuntimeException e) {
-            condition.release();
-            throw e;
-        }
+        Graphs.ConditionalNode added = condition.addNode(current.graph(), current.dependencies(), type, size);
         ConditionalNode node = new ConditionalNode(null, added.node(), type, condition,
                 CudaGraph.bodies(added.bodies(), type, toString()));
         conditionals.add(node);
