@@ -15,9 +15,12 @@ using cg4j::layout::RowMajor;
                                    LAYOUT_B, ALIGN_B, STAGES, CG4J_OUTPUT_OP_##EPI, PAD_BN>;                     \
   CG4J_SGEMM_##EPI##_ENTRY(NAME, NAME##_t, MIN_BLOCKS)
 
-#define CG4J_SGEMM_SPLITK(NAME, EPI, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B, ALIGN_B, STAGES, PAD_BN, MIN_BLOCKS) \
-  using NAME##_t = cg4j::SimtSgemmSplitK<GemmShape<TBM, TBN, TBK>, GemmShape<WM, WN, TBK>, ThreadShape<TM, TN>, \
-                                         LAYOUT_B, ALIGN_B, STAGES, CG4J_OUTPUT_OP_##EPI, PAD_BN>;              \
+#define CG4J_SGEMM_SPLITK(NAME, EPI, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B, ALIGN_B, STAGES, PAD_BN, MIN_BLOCKS, \
+                          REDUCTION_BATCH)                                                                      \
+  using NAME##_t =                                                                                              \
+      cg4j::SimtSgemmSplitK<GemmShape<TBM, TBN, TBK>, GemmShape<WM, WN, TBK>, ThreadShape<TM, TN>, LAYOUT_B,      \
+                            ALIGN_B, STAGES, CG4J_OUTPUT_OP_##EPI, PAD_BN,                                      \
+                            cg4j::gemm::threadblock::GemmIdentityThreadblockSwizzle, REDUCTION_BATCH>;          \
   CG4J_SGEMM_##EPI##_SPLITK_ENTRY(NAME, NAME##_t, MIN_BLOCKS)
 
 #include "instances.def"

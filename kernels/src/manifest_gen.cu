@@ -16,7 +16,8 @@ using cg4j::layout::RowMajor;
 #define CG4J_FAMILY_BIAS_RELU "sgemm_bias_relu"
 
 static void print_sgemm(const char *name, const char *family, bool split_k, int tbm, int tbn, int tbk, int wm, int wn,
-                        int tm, int tn, char layout_b, int align_b, int stages, int threads, int smem_bytes) {
+                        int tm, int tn, char layout_b, int align_b, int stages, int threads, int smem_bytes,
+                        int reduction_batch) {
   std::printf("kernel.%s.family=%s%s\n", name, family, split_k ? "_splitk" : "");
   std::printf("kernel.%s.threads=%d\n", name, threads);
   std::printf("kernel.%s.block=%d,1,1\n", name, threads);
@@ -30,6 +31,7 @@ static void print_sgemm(const char *name, const char *family, bool split_k, int 
   std::printf("kernel.%s.stages=%d\n", name, stages);
   std::printf("kernel.%s.layout=t%ct\n", name, layout_b);
   std::printf("kernel.%s.alignment=%d\n", name, align_b);
+  if (split_k) std::printf("kernel.%s.reductionBatch=%d\n", name, reduction_batch);
 }
 
 int main() {
@@ -49,14 +51,16 @@ int main() {
     using G = cg4j::SimtSgemm<GemmShape<TBM, TBN, TBK>, GemmShape<WM, WN, TBK>, ThreadShape<TM, TN>, LAYOUT_B, \
                               ALIGN_B, STAGES, CG4J_OUTPUT_OP_##EPI, PAD_BN>;                                      \
     print_sgemm(#NAME, CG4J_FAMILY_##EPI, false, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B::kLetter, ALIGN_B,      \
-                STAGES, G::kThreads, G::kSharedStorageBytes);                                              \
+                STAGES, G::kThreads, G::kSharedStorageBytes, 0);                                           \
   }
-#define CG4J_SGEMM_SPLITK(NAME, EPI, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B, ALIGN_B, STAGES, PAD_BN, MIN_BLOCKS) \
+#define CG4J_SGEMM_SPLITK(NAME, EPI, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B, ALIGN_B, STAGES, PAD_BN, MIN_BLOCKS, \
+                          REDUCTION_BATCH)                                                                      \
   {                                                                                                          \
     using G = cg4j::SimtSgemmSplitK<GemmShape<TBM, TBN, TBK>, GemmShape<WM, WN, TBK>, ThreadShape<TM, TN>,       \
-                                    LAYOUT_B, ALIGN_B, STAGES, CG4J_OUTPUT_OP_##EPI, PAD_BN>;                    \
+                                    LAYOUT_B, ALIGN_B, STAGES, CG4J_OUTPUT_OP_##EPI, PAD_BN,                     \
+                                    cg4j::gemm::threadblock::GemmIdentityThreadblockSwizzle, REDUCTION_BATCH>;   \
     print_sgemm(#NAME, CG4J_FAMILY_##EPI, true, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B::kLetter, ALIGN_B,       \
-                STAGES, G::kThreads, G::kSharedStorageBytes);                                                \
+                STAGES, G::kThreads, G::kSharedStorageBytes, REDUCTION_BATCH);                               \
   }
 #include "instances.def"
 #undef CG4J_SGEMM

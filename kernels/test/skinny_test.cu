@@ -8,12 +8,10 @@
 // for reference. A time is per kernel inside a captured graph of 16 back-to-back launches, so it
 // includes the per-node gap an MLP layer pays. Every configuration timed is first checked against
 // a float64 reference (output poisoned with NaN first). --tuning writes the best tile and slice
-// count per shape in the format of kernels/tuning/sgemm-tuning.tsv. Tuning variants compiled into
-// this binary from the same headers (the batched split-K reduction) are swept beside the shipped
-// instances but never written to the table. Last, a 16-layer MLP per (batch, width) on the best
-// shipped configuration and on the best variant, each captured into one graph: µs per forward,
-// synchronising after each (latency) and pipelined (throughput). Exit code 0 only if every check
-// passed.
+// count per shape in the format of kernels/tuning/sgemm-tuning.tsv (the tile column names the
+// instance: "32x32", or "32x32_r4" for the batched reduction). Last, a 16-layer MLP per (batch,
+// width) on the best configuration, captured into one graph: µs per forward, synchronising after
+// each (latency) and pipelined (throughput). Exit code 0 only if every check passed.
 #include <cuda_runtime.h>
 #include <omp.h>
 
@@ -55,30 +53,11 @@ static std::map<std::string, std::string> read_manifest(const std::string &path)
 
 struct Config {
   std::string name;
-  const void *kernel;  ///< a cudaKernel_t from the shipped cubin, or a variant compiled into this harness
+  const void *kernel;  ///< a cudaKernel_t from the shipped cubin
   int tile_m, tile_n, threads, smem;
   bool split;
+  std::string tile;  ///< the tuning table's name for the instance: "32x32", "32x32_r4"
 };
-
-// Tuning variants, compiled into this binary from the same headers: the split-K tiles with the
-// batched reduction (GemmSplitK's ReductionBatch), tnt, bias+ReLU, named variant_<tile>_r<batch>.
-template <int TBM, int TBN, int WM, int WN, int TM, int TN, int Batch>
-using SplitKVariant =
-    cg4j::SimtSgemmSplitK<cg4j::GemmShape<TBM, TBN, 16>, cg4j::GemmShape<WM, WN, 16>, cg4j::ThreadShape<TM, TN>,
-                          cg4j::layout::ColumnMajor, 1, 4, cg4j::epilogue::thread::LinearCombinationBiasRelu, 4,
-                          cg4j::gemm::threadblock::GemmIdentityThreadblockSwizzle, Batch>;
-
-template <typename G>
-__global__ void __launch_bounds__(G::kThreads) variant_entry(int M, int N, int K, const float *A, int lda,
-                                                             const float *B, int ldb, const float *bias, float *D,
-                                                             int ldd, float *workspace, int *tickets) {
-  G::run(M, N, K, A, lda, B, ldb, {bias}, D, ldd, nullptr, 0, workspace, tickets);
-}
-
-template <typename G>
-static Config variant(const char *name, int tile_m, int tile_n) {
-  return Config{name, (const void *)variant_entry<G>, tile_m, tile_n, G::kThreads, G::kSharedStorageBytes, true};
-}
 
 struct Rng {
   uint64_t s;
@@ -173,10 +152,9 @@ static double time_in_graph(const Config &c, const Problem &p, int slices, cudaS
 
 /// A 16-layer MLP (x -> ping -> pong -> ... ) on one configuration, captured into one graph, with and
 /// without PDL: µs per forward synchronising after each (median of 200) and pipelined (200, one
-/// sync). PDL must not change a bit of the output. Shipped configurations print "MLP16 native graph",
-/// variants "MLP16 variant graph".
+/// sync). PDL must not change a bit of the output.
 static void time_mlp(const Config &c, const Problem &p, int m, int slices, float *act[2], const std::vector<float> &ha,
-                     cudaStream_t stream, bool is_variant) {
+                     cudaStream_t stream) {
   const size_t count = (size_t)m * p.n;
   std::vector<float> without_pdl;
   for (bool pdl : {false, true}) {
@@ -218,8 +196,8 @@ static void time_mlp(const Config &c, const Problem &p, int m, int slices, float
     for (int i = 0; i < 200; ++i) CK(cudaGraphLaunch(exec, stream));
     CK(cudaStreamSynchronize(stream));
     double piped = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 200;
-    std::printf("MLP16 %s graph%s: width %d batch %d: %.1f us/forward sync each (median), %.1f us pipelined; "
-                "%s x%d slices\n", is_variant ? "variant" : "native", pdl ? " PDL" : "", p.n, m, sync_us[100], piped,
+    std::printf("MLP16 native graph%s: width %d batch %d: %.1f us/forward sync each (median), %.1f us pipelined; "
+                "%s x%d slices\n", pdl ? " PDL" : "", p.n, m, sync_us[100], piped,
                 c.name.c_str(), slices);
     CK(cudaGraphExecDestroy(exec));
     CK(cudaGraphDestroy(graph));
@@ -260,17 +238,17 @@ int main(int argc, char **argv) {
     bool split = family == "sgemm_bias_relu_splitk";
     bool seed = name == "cg4j_simt_sgemm_f32_64x32x16_3_tnt_align1_bias_f32_relu";
     if (manifest["kernel." + name + ".layout"] != "tnt" || !(split || seed)) continue;
+    std::string tile = manifest["kernel." + name + ".tileM"] + "x" + manifest["kernel." + name + ".tileN"];
+    std::string batch = manifest["kernel." + name + ".reductionBatch"];
+    if (!batch.empty() && batch != "0") tile += "_r" + batch;
     Config c{name, nullptr, std::stoi(manifest["kernel." + name + ".tileM"]),
              std::stoi(manifest["kernel." + name + ".tileN"]), std::stoi(manifest["kernel." + name + ".threads"]),
-             std::stoi(manifest["kernel." + name + ".sharedMemBytes"]), split};
+             std::stoi(manifest["kernel." + name + ".sharedMemBytes"]), split, tile};
     cudaKernel_t kernel;
     CK(cudaLibraryGetKernel(&kernel, library, name.c_str()));
     c.kernel = (const void *)kernel;
     configs.push_back(c);
   }
-  configs.push_back(variant<SplitKVariant<16, 64, 16, 32, 4, 4, 4>>("variant_16x64_r4", 16, 64));
-  configs.push_back(variant<SplitKVariant<32, 32, 16, 32, 4, 4, 4>>("variant_32x32_r4", 32, 32));
-  configs.push_back(variant<SplitKVariant<64, 64, 32, 32, 4, 8, 2>>("variant_64x64_r2", 64, 64));
   std::printf("configurations: %zu\n", configs.size());
 
   cudaStream_t stream;
@@ -289,9 +267,8 @@ int main(int argc, char **argv) {
   const int batches[] = {1, 8, 32, 128, 256};
   const int widths[] = {512, 1024, 4096};
   const int slice_counts[] = {1, 2, 4, 8, 16, 32};
-  struct Best { std::string name; int tile_m, tile_n, slices; double us; double seed_us; };
-  std::map<std::pair<int, int>, Best> best;          // shipped instances only: the tuning table
-  std::map<std::pair<int, int>, Best> best_variant;  // tuning variants compiled into this harness
+  struct Best { std::string name, tile; int slices; double us; double seed_us; };
+  std::map<std::pair<int, int>, Best> best;
   std::ofstream tuning;
   if (!tuning_path.empty()) {
     tuning.open(tuning_path);
@@ -334,8 +311,7 @@ int main(int argc, char **argv) {
           s += hb[j];
           p.ref[(size_t)i * width + j] = s < 0 ? 0 : s;
         }
-      Best b{"", 0, 0, 0, 1e30, 0};
-      Best bv{"", 0, 0, 0, 1e30, 0};
+      Best b{"", "", 0, 1e30, 0};
       for (const Config &c : configs) {
         for (int slices : slice_counts) {
           if (!c.split && slices > 1) continue;
@@ -345,41 +321,34 @@ int main(int argc, char **argv) {
           std::printf("%-6d %-6d %-64s %7d %9.2f\n", m, width, c.name.c_str(), slices, us);
           if (!c.split) {
             b.seed_us = us;
-          } else if (c.name.rfind("variant_", 0) == 0) {
-            if (us < bv.us) bv = Best{c.name, c.tile_m, c.tile_n, slices, us, 0};
           } else if (us < b.us) {
-            b = Best{c.name, c.tile_m, c.tile_n, slices, us, b.seed_us};
+            b = Best{c.name, c.tile, slices, us, b.seed_us};
           }
         }
       }
       best[{m, width}] = b;
-      best_variant[{m, width}] = bv;
       if (tuning.is_open())
-        tuning << m << '\t' << width << '\t' << width << '\t' << b.tile_m << 'x' << b.tile_n << '\t' << b.slices
+        tuning << m << '\t' << width << '\t' << width << '\t' << b.tile << '\t' << b.slices
                << '\t' << b.us << '\t' << b.seed_us << '\n';
     }
 
-    // 16-layer MLP on the best shipped configuration, and on the best variant: one graph each.
+    // 16-layer MLP on the best configuration: one graph.
     float *act[2];
     CK(cudaMalloc(&act[0], a_count * 4));
     CK(cudaMalloc(&act[1], a_count * 4));
     for (int m : batches) {
-      for (const Best *b : {&best[{m, width}], &best_variant[{m, width}]}) {
-        for (const Config &c : configs) {
-          if (c.name == b->name) time_mlp(c, p, m, b->slices, act, ha, stream, b == &best_variant[{m, width}]);
-        }
+      for (const Config &c : configs) {
+        if (c.name == best[{m, width}].name) time_mlp(c, p, m, best[{m, width}].slices, act, ha, stream);
       }
     }
     for (void *ptr : {(void *)act[0], (void *)act[1], (void *)p.a, (void *)p.w, (void *)p.bias, (void *)p.d,
                       (void *)p.workspace, (void *)p.tickets})
       CK(cudaFree(ptr));
   }
-  std::printf("\nbest per shape (m, width): shipped kernel x slices, us/kernel in a graph, unsplit seed tile us;"
-              " best variant\n");
+  std::printf("\nbest per shape (m, width): kernel x slices, us/kernel in a graph, unsplit seed tile us\n");
   for (auto &[key, b] : best) {
-    const Best &v = best_variant[key];
-    std::printf("  %4d %5d  %-64s x%-2d %7.2f  (seed tile %7.2f, %.1fx)  %s x%d %.2f\n", key.first, key.second,
-                b.name.c_str(), b.slices, b.us, b.seed_us, b.seed_us / b.us, v.name.c_str(), v.slices, v.us);
+    std::printf("  %4d %5d  %-68s x%-2d %7.2f  (seed tile %7.2f, %.1fx)\n", key.first, key.second, b.name.c_str(),
+                b.slices, b.us, b.seed_us, b.seed_us / b.us);
   }
   std::printf("\nchecks failed: %d\n", g_failures);
   return g_failures == 0 ? 0 : 1;

@@ -21,9 +21,14 @@ import org.cudagraph4j.Dim3;
  * @param splitK whether the instance can split its K loop over several blocks per tile; such an
  *     instance runs with a {@link GemmWorkspace}
  * @param slices the blocks each output tile's K loop is split over: 1, or more for a split-K instance
+ * @param reductionBatch for a split-K instance, how many slices' partials the block that adds them
+ *     loads before adding (0: one dependent load per slice and element, best at one or two rows;
+ *     above 0: fewer round trips to L2, best from about 32 rows); 0 for any other instance. Either
+ *     way the partials are added in slice order, so the result is the same bits run to run.
  */
 public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int tileN, int tileK, int stages,
-        int threads, int sharedMemBytes, boolean bTransposed, int alignment, boolean splitK, int slices) {
+        int threads, int sharedMemBytes, boolean bTransposed, int alignment, boolean splitK, int slices,
+        int reductionBatch) {
 
     /** The epilogue fused after the main loop. */
     public enum Epilogue {
@@ -34,15 +39,42 @@ public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int ti
     }
 
     /**
-     * Checks the slice count.
+     * Checks the slice count and the reduction batch.
      *
-     * @throws IllegalArgumentException if {@code slices} is below 1, or above 1 for an instance that is not split-K
+     * @throws IllegalArgumentException if {@code slices} is below 1, or above 1 for an instance that is not
+     *     split-K, or {@code reductionBatch} is negative, or above 0 for an instance that is not split-K
      */
     public GemmConfig {
         if (slices < 1 || (!splitK && slices != 1)) {
             throw new IllegalArgumentException(kernelName + " cannot run with " + slices + " slices"
                     + (splitK ? "" : ": it does not split K"));
         }
+        if (reductionBatch < 0 || (!splitK && reductionBatch != 0)) {
+            throw new IllegalArgumentException(kernelName + " cannot have a reduction batch of " + reductionBatch
+                    + (splitK ? "" : ": it does not split K"));
+        }
+    }
+
+    /**
+     * A split-K instance that adds its partials one slice at a time, or any other instance.
+     *
+     * @param kernelName the {@code extern "C"} symbol
+     * @param epilogue what it does after the main loop
+     * @param tileM rows of C per threadblock
+     * @param tileN columns of C per threadblock
+     * @param tileK depth of one main-loop step
+     * @param stages cp.async pipeline stages
+     * @param threads threads per block
+     * @param sharedMemBytes dynamic shared memory per block
+     * @param bTransposed whether B is stored [N, K]
+     * @param alignment elements per vector access of B
+     * @param splitK whether the instance can split its K loop
+     * @param slices the blocks each output tile's K loop is split over
+     */
+    public GemmConfig(String kernelName, Epilogue epilogue, int tileM, int tileN, int tileK, int stages, int threads,
+            int sharedMemBytes, boolean bTransposed, int alignment, boolean splitK, int slices) {
+        this(kernelName, epilogue, tileM, tileN, tileK, stages, threads, sharedMemBytes, bTransposed, alignment, splitK,
+                slices, 0);
     }
 
     /**
@@ -62,7 +94,7 @@ public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int ti
     public GemmConfig(String kernelName, Epilogue epilogue, int tileM, int tileN, int tileK, int stages, int threads,
             int sharedMemBytes, boolean bTransposed, int alignment) {
         this(kernelName, epilogue, tileM, tileN, tileK, stages, threads, sharedMemBytes, bTransposed, alignment, false,
-                1);
+                1, 0);
     }
 
     /**
@@ -74,7 +106,7 @@ public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int ti
      */
     public GemmConfig withSlices(int slices) {
         return new GemmConfig(kernelName, epilogue, tileM, tileN, tileK, stages, threads, sharedMemBytes, bTransposed,
-                alignment, splitK, slices);
+                alignment, splitK, slices, reductionBatch);
     }
 
     /**

@@ -78,13 +78,14 @@ final class KernelManifest {
         for (String name : properties.getProperty("kernels", "").split(",")) {
             String family = kernel(name, "family");
             if (family.startsWith("sgemm_")) {
+                boolean splitK = family.endsWith("_splitk");
                 configs.add(new GemmConfig(name,
                         family.startsWith("sgemm_bias_relu") ? GemmConfig.Epilogue.BIAS_RELU
                                 : GemmConfig.Epilogue.LINEAR_COMBINATION,
                         integer(name, "tileM"), integer(name, "tileN"), integer(name, "tileK"),
                         integer(name, "stages"), integer(name, "threads"), integer(name, "sharedMemBytes"),
                         kernel(name, "layout").charAt(1) == 'n', integer(name, "alignment"),
-                        family.endsWith("_splitk"), 1));
+                        splitK, 1, splitK ? integer(name, "reductionBatch") : 0));
             }
         }
         return List.copyOf(configs);

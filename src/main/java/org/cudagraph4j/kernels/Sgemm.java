@@ -292,7 +292,8 @@ public final class Sgemm {
         }
         return kernels.gemmConfigs().stream()
                 .filter(c -> c.splitK() && c.epilogue() == epilogue && c.bTransposed() == bTransposed)
-                .filter(c -> c.tileM() == entry.tileM() && c.tileN() == entry.tileN())
+                .filter(c -> c.tileM() == entry.tileM() && c.tileN() == entry.tileN()
+                        && c.reductionBatch() == entry.reductionBatch())
                 .findFirst()
                 .map(c -> c.withSlices(Math.min(kernels.tuning().slicesFor(entry, kernels.multiprocessorCount()),
                         c.maxSlices(k))))

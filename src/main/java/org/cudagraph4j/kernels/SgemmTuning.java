@@ -17,8 +17,8 @@ import java.util.List;
 final class SgemmTuning {
     static final String RESOURCE = "sgemm-tuning.tsv";
 
-    /** The best split-K launch measured for one (m, n, k). */
-    record Entry(int m, int n, int k, int tileM, int tileN, int slices) {}
+    /** The best split-K launch measured for one (m, n, k): the instance by its tile and reduction batch. */
+    record Entry(int m, int n, int k, int tileM, int tileN, int reductionBatch, int slices) {}
 
     private final int multiprocessors;
     private final List<Entry> entries;
@@ -48,7 +48,11 @@ final class SgemmTuning {
         }
     }
 
-    /** Lines "sms N", then "m n k tileMxtileN slices ..." (tab-separated); '#' starts a comment. */
+    /**
+     * Lines "sms N", then "m n k tile slices ..." (tab-separated), where tile is "tileMxtileN" for an
+     * instance that adds partials one slice at a time and "tileMxtileN_rB" for one with reduction
+     * batch B; '#' starts a comment.
+     */
     static SgemmTuning parse(String text) {
         int sms = 0;
         List<Entry> entries = new ArrayList<>();
@@ -65,10 +69,17 @@ final class SgemmTuning {
                     sms = Integer.parseInt(fields[1]);
                     continue;
                 }
-                String[] tile = fields[3].split("x");
+                String[] instance = fields[3].split("_r", -1);
+                if (instance.length > 2) {
+                    throw new IllegalArgumentException("tile " + fields[3]);
+                }
+                String[] tile = instance[0].split("x", -1);
+                if (tile.length != 2) {
+                    throw new IllegalArgumentException("tile " + fields[3]);
+                }
                 entries.add(new Entry(Integer.parseInt(fields[0]), Integer.parseInt(fields[1]),
                         Integer.parseInt(fields[2]), Integer.parseInt(tile[0]), Integer.parseInt(tile[1]),
-                        Integer.parseInt(fields[4])));
+                        instance.length == 2 ? Integer.parseInt(instance[1]) : 0, Integer.parseInt(fields[4])));
             } catch (RuntimeException e) {
                 throw new IllegalStateException(RESOURCE + " line " + number + " is malformed: " + line, e);
             }

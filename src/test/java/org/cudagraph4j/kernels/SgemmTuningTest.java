@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class SgemmTuningTest {
@@ -13,14 +15,16 @@ class SgemmTuningTest {
             sms\t132
             1\t512\t512\t16x64\t8
             32\t512\t512\t32x32\t16
-            256\t4096\t4096\t64x64\t2
+            128\t512\t512\t32x32_r4\t4
+            256\t4096\t4096\t64x64_r2\t2
             """);
 
     @Test
     void theNearestShapeIsFoundByRatiosAndLargeProblemsAreNotSkinny() {
-        assertEquals(new SgemmTuning.Entry(32, 512, 512, 32, 32, 16), TABLE.nearest(30, 600, 480));
-        assertEquals(new SgemmTuning.Entry(1, 512, 512, 16, 64, 8), TABLE.nearest(2, 512, 512));
-        assertEquals(new SgemmTuning.Entry(256, 4096, 4096, 64, 64, 2), TABLE.nearest(200, 3000, 5000));
+        assertEquals(new SgemmTuning.Entry(32, 512, 512, 32, 32, 0, 16), TABLE.nearest(30, 600, 480));
+        assertEquals(new SgemmTuning.Entry(1, 512, 512, 16, 64, 0, 8), TABLE.nearest(2, 512, 512));
+        assertEquals(new SgemmTuning.Entry(128, 512, 512, 32, 32, 4, 4), TABLE.nearest(100, 512, 512));
+        assertEquals(new SgemmTuning.Entry(256, 4096, 4096, 64, 64, 2, 2), TABLE.nearest(200, 3000, 5000));
         assertNull(TABLE.nearest(257, 512, 512), "above the table's largest m nothing is split");
     }
 
@@ -34,9 +38,47 @@ class SgemmTuningTest {
 
     @Test
     void aMalformedLineIsNamed() {
-        IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> SgemmTuning.parse("sms\t132\n1\t512\t512\t16by64\t8\n"));
-        assertTrue(e.getMessage().contains("line 2 is malformed"), e.getMessage());
+        for (String tile : new String[] {"16by64", "16x64_r", "16x64_r4_r4", "16x64x16", "16x64_b4"}) {
+            IllegalStateException e = assertThrows(IllegalStateException.class,
+                    () -> SgemmTuning.parse("sms\t132\n1\t512\t512\t" + tile + "\t8\n"), tile);
+            assertTrue(e.getMessage().contains("line 2 is malformed"), e.getMessage());
+        }
+    }
+
+    @Test
+    void everyShippedEntryNamesAShippedSplitKInstanceForBothLayoutsAndEpilogues() {
+        var configs = KernelManifest.load().gemmConfigs();
+        for (SgemmTuning.Entry entry : entriesOf(SgemmTuning.load())) {
+            for (boolean bTransposed : new boolean[] {false, true}) {
+                for (GemmConfig.Epilogue epilogue : GemmConfig.Epilogue.values()) {
+                    assertEquals(1, configs.stream()
+                            .filter(c -> c.splitK() && c.bTransposed() == bTransposed && c.epilogue() == epilogue)
+                            .filter(c -> c.tileM() == entry.tileM() && c.tileN() == entry.tileN()
+                                    && c.reductionBatch() == entry.reductionBatch())
+                            .count(), entry + " " + epilogue + (bTransposed ? " tnt" : " ttt"));
+                }
+            }
+        }
+    }
+
+    @Test
+    void theShippedInstancesIncludeBatchedReductionsAndOnlySplitKOnesHaveOne() {
+        var configs = KernelManifest.load().gemmConfigs();
+        assertTrue(configs.stream().anyMatch(c -> c.reductionBatch() == 4 && c.tileM() == 32 && c.tileN() == 32));
+        assertTrue(configs.stream().anyMatch(c -> c.reductionBatch() == 2 && c.tileM() == 64 && c.tileN() == 64));
+        assertTrue(configs.stream().filter(c -> !c.splitK()).allMatch(c -> c.reductionBatch() == 0));
+        assertTrue(configs.stream().filter(c -> c.reductionBatch() > 0)
+                .allMatch(c -> c.kernelName().endsWith("_splitk_r" + c.reductionBatch())), "the name says the batch");
+    }
+
+    private static List<SgemmTuning.Entry> entriesOf(SgemmTuning table) {
+        List<SgemmTuning.Entry> entries = new ArrayList<>();
+        for (int width : new int[] {512, 1024, 4096}) {
+            for (int batch : new int[] {1, 8, 32, 128, 256}) {
+                entries.add(table.nearest(batch, width, width));
+            }
+        }
+        return entries;
     }
 
     @Test
@@ -62,5 +104,13 @@ class SgemmTuningTest {
         assertEquals(8, split.withSlices(8).grid(33, 64).z());
         assertEquals(3, split.maxSlices(33));
         assertThrows(IllegalArgumentException.class, () -> split.withSlices(0));
+        assertEquals(4, new GemmConfig("batched", GemmConfig.Epilogue.BIAS_RELU, 32, 32, 16, 4, 64, 18432, true, 1,
+                true, 1, 4).withSlices(8).reductionBatch(), "withSlices keeps the reduction batch");
+        IllegalArgumentException batch = assertThrows(IllegalArgumentException.class,
+                () -> new GemmConfig("plain", GemmConfig.Epilogue.BIAS_RELU, 64, 32, 16, 3, 64, 19200, true, 1,
+                        false, 1, 4));
+        assertEquals("plain cannot have a reduction batch of 4: it does not split K", batch.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> new GemmConfig("split", GemmConfig.Epilogue.BIAS_RELU, 32,
+                32, 16, 4, 64, 18432, true, 1, true, 1, -1));
     }
 }

@@ -77,7 +77,8 @@ class SplitKTest {
                     checked++;
                 }
             }
-            assertEquals(6 * slices.length, checked, "three tiles times two epilogues, every slice count");
+            assertEquals(12 * slices.length, checked,
+                    "three tiles, each with both reductions and both epilogues, every slice count");
         }
     }
 
@@ -88,10 +89,17 @@ class SplitKTest {
         int k = 4093;
         long seed = TestData.newSeed();
         float[] bias = TestData.randomFloats(n, seed + 2);
-        GemmConfig config = kernels.gemmConfigs().stream()
+        List<GemmConfig> configs = kernels.gemmConfigs().stream()
                 .filter(c -> c.splitK() && c.bTransposed() && c.epilogue() == GemmConfig.Epilogue.BIAS_RELU
                         && c.tileM() == 32)
-                .findFirst().orElseThrow().withSlices(16);
+                .map(c -> c.withSlices(16)).toList();
+        assertEquals(2, configs.size(), "the 32x32 tile with each reduction: " + configs);
+        for (GemmConfig config : configs) {
+            assertSameBitsEveryRun(config, m, n, k, seed, bias);
+        }
+    }
+
+    private static void assertSameBitsEveryRun(GemmConfig config, int m, int n, int k, long seed, float[] bias) {
         try (DeviceBuffer a = upload(TestData.randomFloats(m * k, seed));
                 DeviceBuffer b = upload(TestData.randomFloats(n * k, seed + 1)); DeviceBuffer dbias = upload(bias);
                 DeviceBuffer d = device.allocateFloats(m * n);
@@ -104,7 +112,8 @@ class SplitKTest {
                 d.memset(0xFF);
                 kernels.sgemm().multiply(stream, config, m, n, k, 1f, a, b, 0f, d, dbias, workspace);
                 stream.synchronize();
-                assertArrayEquals(first, bits(d.toFloatArray()), "run " + run + " " + TestData.seedDescription(seed));
+                assertArrayEquals(first, bits(d.toFloatArray()),
+                        config.kernelName() + " run " + run + " " + TestData.seedDescription(seed));
             }
             assertGraphReplaysGive(first, () -> {
                 for (int launch = 0; launch < 4; launch++) {
