@@ -65,7 +65,9 @@ public final class CudaKernel {
     public List<KernelParameter> parameters() {
         List<KernelParameter> result = parameters;
         if (result == null) {
-            result = Libraries.parameters(handle());
+            result = Libraries.parameters(handle()).stream()
+                    .map(p -> new KernelParameter(p.index(), p.offsetBytes(), p.sizeBytes()))
+                    .toList();
             parameters = result;
         }
         return result;

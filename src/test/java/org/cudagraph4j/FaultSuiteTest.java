@@ -45,7 +45,6 @@ import org.cudagraph4j.graph.GraphUpdateException;
 import org.cudagraph4j.graph.InstantiateFlag;
 import org.cudagraph4j.graph.KernelNodeParams;
 import org.cudagraph4j.graph.StreamCapture;
-import org.cudagraph4j.graph.StreamCaptureException;
 import org.cudagraph4j.graph.UpdateResult;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;

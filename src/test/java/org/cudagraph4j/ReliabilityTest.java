@@ -18,7 +18,6 @@ import org.cudagraph4j.graph.GraphExec;
 import org.cudagraph4j.graph.GraphNode;
 import org.cudagraph4j.graph.KernelNodeParams;
 import org.cudagraph4j.graph.StreamCapture;
-import org.cudagraph4j.graph.StreamCaptureException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.RepeatedTest;

@@ -1,5 +1,7 @@
 package org.cudagraph4j.graph;
 
+import static org.cudagraph4j.graph.RootSecrets.ROOT;
+
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -28,7 +30,6 @@ import org.cudagraph4j.internal.HeldResources;
 import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.LiveCounters;
 import org.cudagraph4j.internal.NodeResources;
-import org.cudagraph4j.internal.SharedSecrets;
 
 /**
  * A CUDA graph template ({@code cudaGraph_t}): nodes and dependencies, built explicitly or by
@@ -119,7 +120,7 @@ public final class CudaGraph implements AutoCloseable {
         MemorySegment node;
         List<Lifetime> uses;
         try (KernelArguments arguments = temporaryArguments(params)) {
-            uses = SharedSecrets.root().uses(arguments);
+            uses = ROOT.uses(arguments);
             held.hold(uses);
             try {
                 node = Graphs.addKernelNode(handle(), handles(dependencies), kernelParams(params, arguments));
@@ -185,7 +186,7 @@ public final class CudaGraph implements AutoCloseable {
             throw new IllegalArgumentException("memcpy node: destination has " + destination.byteSize()
                     + " bytes but source has " + source.byteSize());
         }
-        return addNode(lifetimesOf(destination, source), () -> Graphs.addMemcpyNode(handle(), handles(dependencies),
+        return addNode(open(ROOT.bufferLifetime(destination), ROOT.bufferLifetime(source)), () -> Graphs.addMemcpyNode(handle(), handles(dependencies),
                 destination.address(), source.address(), source.byteSize()));
     }
 
@@ -200,7 +201,7 @@ public final class CudaGraph implements AutoCloseable {
      * @throws IllegalStateException if this graph or {@code destination} is closed
      */
     public GraphNode addMemset(DeviceBuffer destination, int byteValue, GraphNode... dependencies) {
-        return addNode(lifetimesOf(destination), () -> Graphs.addMemsetNode(handle(), handles(dependencies),
+        return addNode(open(ROOT.bufferLifetime(destination)), () -> Graphs.addMemsetNode(handle(), handles(dependencies),
                 destination.address(), byteValue, destination.byteSize()));
     }
 
@@ -228,7 +229,7 @@ public final class CudaGraph implements AutoCloseable {
      */
     public GraphNode addEventRecord(CudaEvent event, GraphNode... dependencies) {
         ensureAllowedHere(GraphNodeType.EVENT_RECORD);
-        return addNode(lifetimesOf(event),
+        return addNode(open(ROOT.eventLifetime(event)),
                 () -> Graphs.addEventRecordNode(handle(), handles(dependencies), event.handle()));
     }
 
@@ -244,7 +245,7 @@ public final class CudaGraph implements AutoCloseable {
      */
     public GraphNode addEventWait(CudaEvent event, GraphNode... dependencies) {
         ensureAllowedHere(GraphNodeType.WAIT_EVENT);
-        return addNode(lifetimesOf(event),
+        return addNode(open(ROOT.eventLifetime(event)),
                 () -> Graphs.addEventWaitNode(handle(), handles(dependencies), event.handle()));
     }
 
@@ -597,29 +598,28 @@ public final class CudaGraph implements AutoCloseable {
         return new GraphNode(this, handle, kernelParams.get(handle.address()));
     }
 
+    /** The node a failure names, or {@code null} where the runtime named none. */
+    GraphNode nodeOrNull(MemorySegment handle) {
+        return handle.equals(MemorySegment.NULL) ? null : node(handle);
+    }
+
     static Graphs.KernelParams kernelParams(KernelNodeParams params, KernelArguments arguments) {
         return new Graphs.KernelParams(params.kernel().handle(), params.grid().x(), params.grid().y(),
                 params.grid().z(), params.block().x(), params.block().y(), params.block().z(),
-                params.sharedMemBytes(), SharedSecrets.root().argumentPointers(arguments));
+                params.sharedMemBytes(), ROOT.argumentPointers(arguments));
     }
 
     /** {@code params}' arguments, checked, for one use on this thread. */
     static KernelArguments temporaryArguments(KernelNodeParams params) {
-        return (KernelArguments) SharedSecrets.root().temporaryArguments(params.kernel(), params.arguments().toArray());
+        return ROOT.temporaryArguments(params.kernel(), params.arguments().toArray());
     }
 
-    /**
-     * The lifetimes behind buffers, libraries or events, which must be open: a closed one cannot
-     * go into a new node.
-     */
-    private static List<Lifetime> lifetimesOf(Object... resources) {
-        List<Lifetime> lifetimes = new ArrayList<>(resources.length);
-        for (Object resource : resources) {
-            Lifetime lifetime = SharedSecrets.root().lifetime(resource);
+    /** {@code lifetimes}, which must be open: a closed buffer or event cannot go into a new node. */
+    private static List<Lifetime> open(Lifetime... lifetimes) {
+        for (Lifetime lifetime : lifetimes) {
             lifetime.ensureOpen();
-            lifetimes.add(lifetime);
         }
-        return lifetimes;
+        return List.of(lifetimes);
     }
 
     /** {@code edges} with each node replaced by its position in {@code nodes}. */
@@ -698,11 +698,9 @@ public final class CudaGraph implements AutoCloseable {
         execHolds.hold(resources.all());
         MemorySegment exec;
         try {
-            exec = Graphs.instantiate(handle(), bits, uploadStream);
-        } catch (Graphs.InstantiateFailure failure) {
-            execHolds.dropAll();
-            GraphNode node = failure.node.equals(MemorySegment.NULL) ? null : node(failure.node);
-            throw new GraphInstantiateException(failure.error, InstantiateResult.fromValue(failure.result), node);
+            exec = Graphs.instantiate(handle(), bits, uploadStream, failure -> new GraphInstantiateException(
+                    ROOT.callFailed(failure.status(), failure.function(), null),
+                    InstantiateResult.fromValue(failure.result()), nodeOrNull(failure.node())));
         } catch (RuntimeException e) {
             execHolds.dropAll();
             throw e;

@@ -1,5 +1,7 @@
 package org.cudagraph4j.graph;
 
+import static org.cudagraph4j.graph.RootSecrets.ROOT;
+
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -8,12 +10,12 @@ import java.util.Map;
 import java.util.concurrent.locks.ReentrantLock;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.KernelArguments;
+import org.cudagraph4j.StreamCaptureException;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.HeldResources;
 import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.LiveCounters;
 import org.cudagraph4j.internal.NodeResources;
-import org.cudagraph4j.internal.SharedSecrets;
 
 /**
  * An executable graph ({@code cudaGraphExec_t}), made by {@link CudaGraph#instantiate}. One
@@ -109,11 +111,9 @@ public final class GraphExec implements AutoCloseable {
             MemorySegment exec = handle();
             held.hold(next.all());
             try {
-                Graphs.update(exec, graphHandle);
-            } catch (Graphs.UpdateFailure failure) {
-                held.drop(next.all());
-                GraphNode node = failure.node.equals(MemorySegment.NULL) ? null : graph.node(failure.node);
-                throw new GraphUpdateException(failure.error, UpdateResult.fromValue(failure.result), node);
+                Graphs.update(exec, graphHandle, failure -> new GraphUpdateException(
+                        ROOT.callFailed(failure.status(), failure.function(), null),
+                        UpdateResult.fromValue(failure.result()), graph.nodeOrNull(failure.node())));
             } catch (RuntimeException e) {
                 held.drop(next.all());
                 throw e;
@@ -149,7 +149,7 @@ public final class GraphExec implements AutoCloseable {
         lock.lock();
         try (KernelArguments arguments = CudaGraph.temporaryArguments(params)) {
             MemorySegment exec = handle();
-            List<Lifetime> uses = SharedSecrets.root().uses(arguments);
+            List<Lifetime> uses = ROOT.uses(arguments);
             held.hold(uses);
             try {
                 Graphs.setKernelNodeParams(exec, node.handle(), CudaGraph.kernelParams(params, arguments));

@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Objects;
 import org.cudagraph4j.CudaException;
 import org.cudagraph4j.CudaStream;
+import org.cudagraph4j.StreamCaptureException;
 import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.internal.Graphs;
 

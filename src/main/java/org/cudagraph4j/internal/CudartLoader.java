@@ -12,7 +12,6 @@ import java.util.List;
 import java.util.Optional;
 import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
-import org.cudagraph4j.CudaRuntimeNotFoundException;
 
 /**
  * Finds and opens {@code libcudart.so.13}, and is the symbol lookup of the generated bindings.
@@ -50,7 +49,7 @@ public final class CudartLoader {
     /**
      * Opens the runtime if it is not open yet.
      *
-     * @throws CudaRuntimeNotFoundException listing every place tried
+     * @throws RuntimeException the root's {@code CudaRuntimeNotFoundException}, listing every place tried
      */
     public static SymbolLookup ensureLoaded() {
         SymbolLookup lookup = library;
@@ -168,12 +167,12 @@ public final class CudartLoader {
             }
             failures.add(candidate + " (" + failure + ")");
             if (candidate.explicit()) {
-                throw new CudaRuntimeNotFoundException(failures, "The path given with -D" + PATH_PROPERTY
+                throw SharedSecrets.root().runtimeNotFound(failures, "The path given with -D" + PATH_PROPERTY
                         + " must name libcudart.so.13 or a folder holding it; fix it, or remove the property to"
                         + " search the usual places.");
             }
         }
-        throw new CudaRuntimeNotFoundException(failures,
+        throw SharedSecrets.root().runtimeNotFound(failures,
                 "Install the CUDA 13 runtime, or point at it with -D" + PATH_PROPERTY
                         + "=/path/to/" + SONAME + " or CUDA_HOME=/path/to/cuda.");
     }

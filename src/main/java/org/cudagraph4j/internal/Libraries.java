@@ -9,7 +9,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
-import org.cudagraph4j.KernelParameter;
 import org.cudagraph4j.cudart.cudaLaunchAttributeValue;
 import org.cudagraph4j.cudart.cudaLaunchAttribute_st;
 import org.cudagraph4j.cudart.cudaLaunchConfig_st;
@@ -58,12 +57,15 @@ public final class Libraries {
         return Status.cString(Out.pointer("cudaFuncGetName", null, (arena, name) -> cudaFuncGetName(name, function)));
     }
 
+    /** One kernel parameter as {@code cudaFuncGetParamInfo} reports it; the root's {@code KernelParameter} copies it. */
+    public record Parameter(int index, long offsetBytes, long sizeBytes) {}
+
     /** Every parameter's offset and size, from {@code cudaFuncGetParamInfo}. */
-    public static List<KernelParameter> parameters(MemorySegment function) {
+    public static List<Parameter> parameters(MemorySegment function) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment offset = arena.allocate(JAVA_LONG);
             MemorySegment size = arena.allocate(JAVA_LONG);
-            List<KernelParameter> parameters = new ArrayList<>();
+            List<Parameter> parameters = new ArrayList<>();
             for (int index = 0; ; index++) {
                 int status = cudaFuncGetParamInfo(function, index, offset, size);
                 if (status == INVALID_VALUE) {
@@ -72,7 +74,7 @@ public final class Libraries {
                     return List.copyOf(parameters);
                 }
                 Status.check(status, "cudaFuncGetParamInfo");
-                parameters.add(new KernelParameter(index, offset.get(JAVA_LONG, 0), size.get(JAVA_LONG, 0)));
+                parameters.add(new Parameter(index, offset.get(JAVA_LONG, 0), size.get(JAVA_LONG, 0)));
             }
         }
     }

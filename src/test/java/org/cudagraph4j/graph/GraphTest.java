@@ -20,6 +20,7 @@ import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.Dim3;
 import org.cudagraph4j.GpuTest;
 import org.cudagraph4j.LaunchConfig;
+import org.cudagraph4j.StreamCaptureException;
 import org.cudagraph4j.TestData;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
