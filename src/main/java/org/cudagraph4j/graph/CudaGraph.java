@@ -25,6 +25,7 @@ import org.cudagraph4j.CudaEvent;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.KernelArguments;
+import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.HeldResources;
 import org.cudagraph4j.internal.Lifetime;
@@ -33,7 +34,7 @@ import org.cudagraph4j.internal.NodeResources;
 
 /**
  * A CUDA graph template ({@code cudaGraph_t}): nodes and dependencies, built explicitly or by
- * {@linkplain CudaStream#beginCapture stream capture}. Instantiate it to launch it.
+ * {@linkplain StreamCapture#begin stream capture}. Instantiate it to launch it.
  *
  * <p>A graph keeps alive what its nodes use (kernels' libraries, buffers, events): closing those
  * while the graph, or an executable made from it, still needs them defers their release until the
@@ -50,7 +51,7 @@ public final class CudaGraph implements AutoCloseable {
     private final HeldResources held;
     private final Map<Long, List<Lifetime>> kernelNodeResources = new ConcurrentHashMap<>();
     private final Queue<Lifetime> otherResources = new ConcurrentLinkedQueue<>();
-    private final Map<Long, KernelNodeParams> kernelParams = new ConcurrentHashMap<>();
+    private final Map<Long, KernelLaunch> kernelParams = new ConcurrentHashMap<>();
     /** Conditional nodes by node address, and their bodies, which close with this graph. */
     private final Map<Long, ConditionalNode> conditionals = new ConcurrentHashMap<>();
     private final List<CudaGraph> bodies = new CopyOnWriteArrayList<>();
@@ -63,9 +64,9 @@ public final class CudaGraph implements AutoCloseable {
      * Takes ownership of {@code handle}, which is destroyed if this constructor fails.
      *
      * @param captured what the nodes of a captured graph use; this graph holds it from now on
-     * @param capturedKernels node address to the {@link KernelNodeParams} a capture recorded
+     * @param capturedKernels node address to the {@link KernelLaunch} a capture recorded
      */
-    CudaGraph(MemorySegment handle, NodeResources captured, Map<Long, Object> capturedKernels) {
+    CudaGraph(MemorySegment handle, NodeResources captured, Map<Long, KernelLaunch> capturedKernels) {
         this.handle = handle;
         HeldResources resources = new HeldResources();
         try {
@@ -77,7 +78,7 @@ public final class CudaGraph implements AutoCloseable {
         this.held = resources;
         kernelNodeResources.putAll(captured.kernelNodes());
         otherResources.addAll(captured.others());
-        capturedKernels.forEach((node, params) -> kernelParams.put(node, (KernelNodeParams) params));
+        kernelParams.putAll(capturedKernels);
         HeldResources release = resources;
         List<CudaGraph> nested = bodies;
         this.body = false;
@@ -115,7 +116,7 @@ public final class CudaGraph implements AutoCloseable {
      *     belongs to another graph
      * @throws IllegalStateException if this graph, the kernel's library or a buffer among the arguments is closed
      */
-    public GraphNode addKernel(KernelNodeParams params, GraphNode... dependencies) {
+    public GraphNode addKernel(KernelLaunch params, GraphNode... dependencies) {
         Objects.requireNonNull(params, "params");
         MemorySegment node;
         List<Lifetime> uses;
@@ -603,14 +604,14 @@ public final class CudaGraph implements AutoCloseable {
         return handle.equals(MemorySegment.NULL) ? null : node(handle);
     }
 
-    static Graphs.KernelParams kernelParams(KernelNodeParams params, KernelArguments arguments) {
+    static Graphs.KernelParams kernelParams(KernelLaunch params, KernelArguments arguments) {
         return new Graphs.KernelParams(params.kernel().handle(), params.grid().x(), params.grid().y(),
                 params.grid().z(), params.block().x(), params.block().y(), params.block().z(),
                 params.sharedMemBytes(), ROOT.argumentPointers(arguments));
     }
 
     /** {@code params}' arguments, checked, for one use on this thread. */
-    static KernelArguments temporaryArguments(KernelNodeParams params) {
+    static KernelArguments temporaryArguments(KernelLaunch params) {
         return ROOT.temporaryArguments(params.kernel(), params.arguments().toArray());
     }
 

@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.concurrent.locks.ReentrantLock;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.KernelArguments;
+import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.StreamCaptureException;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.HeldResources;
@@ -141,7 +142,7 @@ public final class GraphExec implements AutoCloseable {
      * @throws IllegalStateException if {@code node} is not a kernel node, or if its graph, this executable, a buffer
      *     among the arguments or the kernel's library is closed
      */
-    public void updateKernelNode(GraphNode node, KernelNodeParams params) {
+    public void updateKernelNode(GraphNode node, KernelLaunch params) {
         if (node.graph() != template) {
             throw new IllegalArgumentException(node + " is not a node of the graph this executable was made from");
         }
