@@ -38,6 +38,7 @@ public final class Status {
      * a launch does not report this failure a second time.
      */
     public static RuntimeException error(int status, String function, String context) {
+        CudartLoader.ensureLoaded(); // an entry point too: a test or a caller may format any code
         clearLastError();
         return SharedSecrets.root().callFailed(status, function, context);
     }
@@ -49,11 +50,13 @@ public final class Status {
 
     /** The runtime's name for a code, e.g. {@code cudaErrorNoDevice}. */
     public static String name(int status) {
+        CudartLoader.ensureLoaded();
         return text(cudaGetErrorName(status), "unrecognized error code");
     }
 
     /** The runtime's explanation of a code. */
     public static String explanation(int status) {
+        CudartLoader.ensureLoaded();
         return text(cudaGetErrorString(status), "no explanation available");
     }
 
