@@ -7,6 +7,7 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.net.URISyntaxException;
+import java.nio.file.FileSystems;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -129,7 +130,10 @@ public final class RuntimeGateProbe {
 
     /** Every public class of the exported packages, nested ones included, from the library's classes. */
     private static List<Class<?>> exportedClasses() throws IOException, URISyntaxException, ClassNotFoundException {
-        Path root = Path.of(CudaLibrary.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Path location = Path.of(CudaLibrary.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        // target/classes under Maven, the library's jar in the GPU bundle.
+        Path root = Files.isDirectory(location) ? location
+                : FileSystems.newFileSystem(location).getRootDirectories().iterator().next();
         TreeSet<String> names = new TreeSet<>();
         for (String pkg : EXPORTED) {
             Path folder = root.resolve(pkg.replace('.', '/'));
