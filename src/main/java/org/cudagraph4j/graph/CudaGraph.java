@@ -187,8 +187,9 @@ public final class CudaGraph implements AutoCloseable {
             throw new IllegalArgumentException("memcpy node: destination has " + destination.byteSize()
                     + " bytes but source has " + source.byteSize());
         }
-        return addNode(open(ROOT.bufferLifetime(destination), ROOT.bufferLifetime(source)), () -> Graphs.addMemcpyNode(handle(), handles(dependencies),
-                destination.address(), source.address(), source.byteSize()));
+        return addNode(open(ROOT.bufferLifetime(destination), ROOT.bufferLifetime(source)),
+                () -> Graphs.addMemcpyNode(handle(), handles(dependencies), destination.address(), source.address(),
+                        source.byteSize()));
     }
 
     /**
@@ -202,8 +203,8 @@ public final class CudaGraph implements AutoCloseable {
      * @throws IllegalStateException if this graph or {@code destination} is closed
      */
     public GraphNode addMemset(DeviceBuffer destination, int byteValue, GraphNode... dependencies) {
-        return addNode(open(ROOT.bufferLifetime(destination)), () -> Graphs.addMemsetNode(handle(), handles(dependencies),
-                destination.address(), byteValue, destination.byteSize()));
+        return addNode(open(ROOT.bufferLifetime(destination)), () -> Graphs.addMemsetNode(handle(),
+                handles(dependencies), destination.address(), byteValue, destination.byteSize()));
     }
 
     /**

@@ -431,7 +431,8 @@ public final class Graphs {
      *
      * @param onFailure the exception to throw for a failure, made by the caller, which knows its types
      */
-    public static void update(MemorySegment exec, MemorySegment graph, Function<GraphFailure, RuntimeException> onFailure) {
+    public static void update(MemorySegment exec, MemorySegment graph,
+            Function<GraphFailure, RuntimeException> onFailure) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment info = cudaGraphExecUpdateResultInfo.allocate(arena);
             int status = cudaGraphExecUpdate(exec, graph, info);
