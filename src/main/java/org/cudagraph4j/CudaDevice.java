@@ -33,7 +33,9 @@ public final class CudaDevice {
      * @return the properties, read anew on each call
      */
     public DeviceProperties properties() {
-        return Devices.properties(ordinal);
+        Devices.Properties p = Devices.properties(ordinal);
+        return new DeviceProperties(p.name(), p.major(), p.minor(), p.multiprocessorCount(), p.totalMemoryBytes(),
+                p.sharedMemPerBlockOptinBytes(), p.l2CacheBytes(), p.maxThreadsPerBlock(), p.warpSize());
     }
 
     /** {@return free and total device memory in bytes, as {@code cudaMemGetInfo} reports them now} */

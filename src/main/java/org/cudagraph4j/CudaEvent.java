@@ -39,7 +39,7 @@ public final class CudaEvent implements AutoCloseable {
     private final MemorySegment handle;
     private final boolean timing;
     private final Lifetime lifetime;
-    private volatile CaptureTracker.Capture recordedIn;
+    private volatile CaptureTracker.Capture<?> recordedIn;
 
     CudaEvent(CudaDevice device, MemorySegment handle, int flags) {
         this.device = device;
@@ -65,7 +65,7 @@ public final class CudaEvent implements AutoCloseable {
     public void record(CudaStream stream) {
         MemorySegment streamHandle = stream.handle();
         Streams.record(handle(), streamHandle);
-        CaptureTracker.Capture capture = CaptureTracker.of(streamHandle.address());
+        CaptureTracker.Capture<?> capture = CaptureTracker.of(streamHandle.address());
         if (capture != null) {
             capture.use(List.of(lifetime));
         }
@@ -73,7 +73,7 @@ public final class CudaEvent implements AutoCloseable {
     }
 
     /** The capture the last {@link #record} went into, so that a stream waiting on it joins that capture. */
-    CaptureTracker.Capture recordedIn() {
+    CaptureTracker.Capture<?> recordedIn() {
         return recordedIn;
     }
 

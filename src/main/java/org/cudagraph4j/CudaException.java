@@ -1,22 +1,24 @@
 package org.cudagraph4j;
 
-import org.cudagraph4j.graph.GraphInstantiateException;
-import org.cudagraph4j.graph.GraphUpdateException;
-import org.cudagraph4j.graph.StreamCaptureException;
-
 /**
  * A CUDA runtime call returned an error status.
  *
  * <p>The message reads {@code function: cudaErrorName (code): explanation}, for example
  * {@code cudaMalloc: cudaErrorMemoryAllocation (2): out of memory}. Subclasses add what a failure
- * of a graph operation needs: the capture, instantiation or update that failed.
+ * of a graph operation needs: the capture ({@link StreamCaptureException}), the instantiation
+ * ({@link org.cudagraph4j.graph.GraphInstantiateException}) or the update
+ * ({@link org.cudagraph4j.graph.GraphUpdateException}) that failed.
+ *
+ * <p>Only the library creates these: the constructor that takes a status is not public, and the
+ * one for subclasses refines a failure the library already reported. The hierarchy is not sealed
+ * because the graph subclasses live in a package above this one, and a {@code permits} clause
+ * naming them would make this package depend on that one.
  *
  * <p>Misuse of the API (a closed handle, a wrong argument) is reported with
  * {@link IllegalStateException} or {@link IllegalArgumentException} instead, before anything reaches
  * the runtime.
  */
-public sealed class CudaException extends RuntimeException
-        permits StreamCaptureException, GraphInstantiateException, GraphUpdateException {
+public class CudaException extends RuntimeException {
     private static final long serialVersionUID = 1L;
     private static final String STICKY_ADVICE = ". The CUDA context of this process is now unusable: every later CUDA"
             + " call fails with this error, so restart the process (an inference server should stop taking"
@@ -38,7 +40,7 @@ public sealed class CudaException extends RuntimeException
      * @param explanation the runtime's explanation ({@code cudaGetErrorString})
      * @param context what the library was doing, or {@code null}; appended to the message
      */
-    public CudaException(String function, int code, String cudaName, String explanation, String context) {
+    CudaException(String function, int code, String cudaName, String explanation, String context) {
         super(function + ": " + cudaName + " (" + code + "): " + explanation
                 + (context == null ? "" : " [" + context + "]")
                 + (CudaError.fromCode(code).isSticky() ? STICKY_ADVICE : ""));

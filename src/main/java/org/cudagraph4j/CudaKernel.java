@@ -3,7 +3,6 @@ package org.cudagraph4j;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import org.cudagraph4j.internal.CaptureTracker;
-import org.cudagraph4j.graph.KernelNodeParams;
 import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.Libraries;
@@ -65,7 +64,9 @@ public final class CudaKernel {
     public List<KernelParameter> parameters() {
         List<KernelParameter> result = parameters;
         if (result == null) {
-            result = Libraries.parameters(handle());
+            result = Libraries.parameters(handle()).stream()
+                    .map(p -> new KernelParameter(p.index(), p.offsetBytes(), p.sizeBytes()))
+                    .toList();
             parameters = result;
         }
         return result;
@@ -125,7 +126,7 @@ public final class CudaKernel {
             Libraries.launch(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
                     config.sharedMemBytes(), arguments.pointers(), stream, symbol);
         }
-        CaptureTracker.Capture capture = CaptureTracker.of(stream.address());
+        CaptureTracker.Capture<?> capture = CaptureTracker.of(stream.address());
         if (capture != null) {
             recordCapturedLaunch(capture, config, arguments, stream);
         }
@@ -135,12 +136,12 @@ public final class CudaKernel {
      * A captured launch keeps its library and buffers alive for the graph, and records what the
      * node launches, which the runtime cannot report for library kernels.
      */
-    private void recordCapturedLaunch(CaptureTracker.Capture capture, LaunchConfig config, KernelArguments arguments,
-            MemorySegment stream) {
+    private void recordCapturedLaunch(CaptureTracker.Capture<?> capture, LaunchConfig config,
+            KernelArguments arguments, MemorySegment stream) {
         List<Lifetime> uses = arguments.uses();
         List<MemorySegment> nodes = Graphs.captureDependencies(stream);
         if (nodes.size() == 1) {
-            capture.recordKernelNode(nodes.get(0).address(), uses, new KernelNodeParams(this, config.grid(),
+            capture.recordKernelNode(nodes.get(0).address(), uses, new KernelLaunch(this, config.grid(),
                     config.block(), config.sharedMemBytes(), arguments.values()));
         } else {
             capture.use(uses);

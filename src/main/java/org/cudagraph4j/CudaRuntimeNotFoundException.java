@@ -19,7 +19,7 @@ public final class CudaRuntimeNotFoundException extends RuntimeException {
      * @param attempts one line per place tried, with why it failed
      * @param howToFix the remedy, appended after the list
      */
-    public CudaRuntimeNotFoundException(List<String> attempts, String howToFix) {
+    CudaRuntimeNotFoundException(List<String> attempts, String howToFix) {
         super("could not load the CUDA runtime (libcudart.so.13); tried, in order:\n  "
                 + String.join("\n  ", attempts) + "\n" + howToFix);
         this.attempts = List.copyOf(attempts);

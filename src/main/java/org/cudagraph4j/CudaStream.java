@@ -2,9 +2,6 @@ package org.cudagraph4j;
 
 import java.lang.foreign.MemorySegment;
 import java.util.OptionalLong;
-import org.cudagraph4j.graph.CaptureMode;
-import org.cudagraph4j.graph.CaptureStatus;
-import org.cudagraph4j.graph.StreamCapture;
 import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.Devices;
@@ -75,7 +72,8 @@ public final class CudaStream implements AutoCloseable {
 
     /**
      * Makes later work on this stream wait until {@code event}'s last recorded work completes. If
-     * the event was recorded into a capture, this stream joins that capture (a fork); join it
+     * the event was recorded into a capture ({@link org.cudagraph4j.graph.StreamCapture}), this
+     * stream joins that capture (a fork); join it
      * back before the capture ends by recording an event here and waiting on it in the capturing
      * stream.
      *
@@ -83,24 +81,10 @@ public final class CudaStream implements AutoCloseable {
      */
     public void waitFor(CudaEvent event) {
         Streams.waitEvent(handle(), event.handle());
-        CaptureTracker.Capture capture = event.recordedIn();
+        CaptureTracker.Capture<?> capture = event.recordedIn();
         if (capture != null) {
             CaptureTracker.join(handle.address(), capture);
         }
-    }
-
-    /**
-     * Starts capturing the work queued on this stream into a graph. Close the returned scope
-     * (try-with-resources) to end capture; call {@link StreamCapture#end()} inside it to keep the
-     * graph.
-     *
-     * @param mode which unsafe calls from other threads the capture forbids while it runs
-     * @return the capture scope; unless {@code mode} is {@link CaptureMode#RELAXED}, end and close it on
-     *     the OS thread that began it
-     * @throws IllegalStateException if this stream is already capturing
-     */
-    public StreamCapture beginCapture(CaptureMode mode) {
-        return StreamCapture.begin(this, mode);
     }
 
     /**

@@ -2,11 +2,17 @@ package org.cudagraph4j;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.SharedSecrets;
+import org.cudagraph4j.internal.Status;
 
-/** Registers the root package's side of {@link SharedSecrets}. */
-final class RootAccessBridge implements SharedSecrets.RootAccess {
+/**
+ * Registers the root package's side of {@link SharedSecrets}, with the interface's type parameters
+ * bound to this package's types. {@link SharedSecrets#root()} initializes this class on first use.
+ */
+final class RootAccessBridge
+        implements SharedSecrets.RootAccess<DeviceBuffer, CudaEvent, CudaKernel, KernelArguments, CudaException> {
     static {
         SharedSecrets.register(new RootAccessBridge());
     }
@@ -14,27 +20,40 @@ final class RootAccessBridge implements SharedSecrets.RootAccess {
     private RootAccessBridge() {}
 
     @Override
-    public Lifetime lifetime(Object resource) {
-        return switch (resource) {
-            case DeviceBuffer buffer -> buffer.allocation().lifetime();
-            case CudaLibrary library -> library.lifetime();
-            case CudaEvent event -> event.lifetime();
-            default -> throw new IllegalArgumentException("no lifetime for " + resource.getClass().getName());
-        };
+    public CudaException callFailed(int code, String function, String context) {
+        CudaException error = new CudaException(function, code, Status.name(code), Status.explanation(code), context);
+        return CudaError.fromCode(code).isCaptureError()
+                ? new StreamCaptureException(error, CaptureTracker.describeActive())
+                : error;
     }
 
     @Override
-    public List<Lifetime> uses(Object kernelArguments) {
-        return ((KernelArguments) kernelArguments).uses();
+    public CudaRuntimeNotFoundException runtimeNotFound(List<String> attempts, String howToFix) {
+        return new CudaRuntimeNotFoundException(attempts, howToFix);
     }
 
     @Override
-    public MemorySegment argumentPointers(Object kernelArguments) {
-        return ((KernelArguments) kernelArguments).pointers();
+    public Lifetime bufferLifetime(DeviceBuffer buffer) {
+        return buffer.allocation().lifetime();
     }
 
     @Override
-    public KernelArguments temporaryArguments(Object kernel, Object[] arguments) {
-        return new KernelArguments((CudaKernel) kernel, arguments, false);
+    public Lifetime eventLifetime(CudaEvent event) {
+        return event.lifetime();
+    }
+
+    @Override
+    public KernelArguments temporaryArguments(CudaKernel kernel, Object[] arguments) {
+        return new KernelArguments(kernel, arguments, false);
+    }
+
+    @Override
+    public List<Lifetime> uses(KernelArguments arguments) {
+        return arguments.uses();
+    }
+
+    @Override
+    public MemorySegment argumentPointers(KernelArguments arguments) {
+        return arguments.pointers();
     }
 }

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.List;
 import java.util.Optional;
 import org.cudagraph4j.graph.CaptureMode;
-import org.cudagraph4j.graph.CaptureStatus;
 import org.cudagraph4j.graph.GraphNodeType;
 import org.cudagraph4j.graph.InstantiateFlag;
 import org.cudagraph4j.graph.InstantiateResult;

@@ -37,15 +37,12 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.stream.Stream;
 import org.cudagraph4j.graph.CaptureMode;
-import org.cudagraph4j.graph.CaptureStatus;
 import org.cudagraph4j.graph.CudaGraph;
 import org.cudagraph4j.graph.GraphExec;
 import org.cudagraph4j.graph.GraphNode;
 import org.cudagraph4j.graph.GraphUpdateException;
 import org.cudagraph4j.graph.InstantiateFlag;
-import org.cudagraph4j.graph.KernelNodeParams;
 import org.cudagraph4j.graph.StreamCapture;
-import org.cudagraph4j.graph.StreamCaptureException;
 import org.cudagraph4j.graph.UpdateResult;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -271,7 +268,7 @@ class FaultSuiteTest {
     /** write_pattern(out, N, scale, offset) as a one-node graph. */
     private CudaGraph patternGraph(DeviceBuffer out, float scale, float offset) {
         CudaGraph graph = CudaGraph.create();
-        graph.addKernel(KernelNodeParams.of(writePattern, Dim3.of(40), Dim3.of(THREADS_PER_BLOCK), 0, out, N, scale,
+        graph.addKernel(KernelLaunch.of(writePattern, Dim3.of(40), Dim3.of(THREADS_PER_BLOCK), 0, out, N, scale,
                 offset));
         return graph;
     }
@@ -308,7 +305,7 @@ class FaultSuiteTest {
                         () -> writePattern.launch(config(closed), out, N, 1f, 0f));
                 assertEquals(name + " is closed", valid.getMessage());
                 IllegalStateException capture = assertThrows(IllegalStateException.class,
-                        () -> closed.beginCapture(CaptureMode.GLOBAL));
+                        () -> StreamCapture.begin(closed, CaptureMode.GLOBAL));
                 assertEquals(name + " is closed", capture.getMessage());
                 assertAllNaN(out, "a launch on a closed stream");
             }
@@ -537,7 +534,7 @@ class FaultSuiteTest {
         @Test
         void endingACaptureTwiceThrowsCaptureAlreadyEndedAndCloseIsIdempotent() {
             try (DeviceBuffer out = device.allocateFloats(N);
-                    StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+                    StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                 String description = capture.toString();
                 writePattern.launch(config(stream), out, N, 0.5f, 1f);
                 try (CudaGraph graph = capture.end()) {
@@ -558,7 +555,7 @@ class FaultSuiteTest {
 
         @Test
         void endAfterCloseWithoutEndThrowsCaptureAlreadyEnded() {
-            StreamCapture capture = stream.beginCapture(CaptureMode.THREAD_LOCAL);
+            StreamCapture capture = StreamCapture.begin(stream, CaptureMode.THREAD_LOCAL);
             String description = capture.toString();
             capture.close();
             capture.close();
@@ -639,7 +636,7 @@ class FaultSuiteTest {
         @MethodSource("org.cudagraph4j.FaultSuiteTest#badWritePatternArguments")
         void graphKernelNodeRefusesBadArgumentsAndAddsNoNode(BadArguments bad) {
             try (DeviceBuffer out = device.allocateFloats(N); CudaGraph graph = CudaGraph.create()) {
-                KernelNodeParams params = new KernelNodeParams(writePattern, Dim3.of(40), Dim3.of(THREADS_PER_BLOCK), 0,
+                KernelLaunch params = new KernelLaunch(writePattern, Dim3.of(40), Dim3.of(THREADS_PER_BLOCK), 0,
                         Arrays.asList(bad.arguments().apply(out)));
                 IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                         () -> graph.addKernel(params));
@@ -713,7 +710,7 @@ class FaultSuiteTest {
             doomed.close();
             try (CudaGraph graph = CudaGraph.create()) {
                 IllegalStateException e = assertThrows(IllegalStateException.class, () -> graph.addKernel(
-                        KernelNodeParams.of(writePattern, Dim3.of(40), Dim3.of(THREADS_PER_BLOCK), 0, doomed, N, 1f,
+                        KernelLaunch.of(writePattern, Dim3.of(40), Dim3.of(THREADS_PER_BLOCK), 0, doomed, N, 1f,
                                 0f)));
                 assertEquals(doomedName + " is closed", e.getMessage());
                 assertTrue(graph.nodes().isEmpty());
@@ -744,7 +741,7 @@ class FaultSuiteTest {
                     () -> LaunchConfig.of(Dim3.of(1), Dim3.of(32, 33), stream));
             assertEquals("a block has at most 1024 threads, but {32,33} has 1056", e.getMessage());
             IllegalArgumentException node = assertThrows(IllegalArgumentException.class,
-                    () -> KernelNodeParams.of(writePattern, Dim3.of(1), Dim3.of(1025), 0));
+                    () -> KernelLaunch.of(writePattern, Dim3.of(1), Dim3.of(1025), 0));
             assertEquals("a block has at most 1024 threads, but 1025 has 1025", node.getMessage());
             assertHealthy();
         }
@@ -1101,7 +1098,7 @@ class FaultSuiteTest {
         @Test
         void synchronizingTheCapturingStreamIsRefusedAndTheStreamRecovers() {
             StreamCaptureException e;
-            try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                 e = assertThrows(StreamCaptureException.class, stream::synchronize);
             }
             assertCaptureRefusal(e, "cudaStreamSynchronize", CaptureMode.GLOBAL, stream);
@@ -1112,7 +1109,7 @@ class FaultSuiteTest {
         void allocatingDuringAGlobalCaptureIsRefusedAndTheStreamRecovers() {
             StreamCaptureException e;
             LiveResources before = Cuda.liveResources();
-            try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                 e = assertThrows(StreamCaptureException.class, () -> device.allocateFloats(16).close());
             }
             assertCaptureRefusal(e, "cudaMalloc", CaptureMode.GLOBAL, stream);
@@ -1126,7 +1123,7 @@ class FaultSuiteTest {
             try (DeviceBuffer buffer = device.allocateFloats(16)) {
                 buffer.copyFrom(TestData.randomFloats(16, TestData.newSeed()));
                 StreamCaptureException e;
-                try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+                try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                     e = assertThrows(StreamCaptureException.class, () -> buffer.copyTo(new float[16]));
                 }
                 // expected: the synchronous copy (an async copy on the legacy stream, then a synchronize of
@@ -1143,7 +1140,7 @@ class FaultSuiteTest {
         void synchronizingAnEventRecordedInTheCaptureIsRefusedAndTheStreamRecovers() {
             try (CudaEvent event = device.createEvent(CudaEvent.Option.DISABLE_TIMING)) {
                 StreamCaptureException e;
-                try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+                try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                     event.record(stream);
                     e = assertThrows(StreamCaptureException.class, event::synchronize);
                 }
@@ -1159,7 +1156,7 @@ class FaultSuiteTest {
         @Test
         void queryingTheCapturingStreamIsRefusedAndTheStreamRecovers() {
             StreamCaptureException e;
-            try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                 e = assertThrows(StreamCaptureException.class, stream::isIdle);
             }
             assertCaptureRefusal(e, "cudaStreamQuery", CaptureMode.GLOBAL, stream);
@@ -1170,7 +1167,7 @@ class FaultSuiteTest {
         @Test
         void synchronizingTheDeviceDuringAGlobalCaptureIsRefusedAndTheStreamRecovers() {
             StreamCaptureException e;
-            try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                 e = assertThrows(StreamCaptureException.class, device::synchronize);
             }
             // expected: cudaDeviceSynchronize is refused like cudaStreamSynchronize of the capturing stream.
@@ -1181,7 +1178,7 @@ class FaultSuiteTest {
         @Test
         void allocatingFromAnotherPlatformThreadDuringAGlobalCaptureIsRefused() {
             StreamCaptureException e;
-            try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                 e = assertThrows(StreamCaptureException.class,
                         () -> onAnotherPlatformThread(() -> {
                             device.allocateFloats(16).close();
@@ -1197,7 +1194,7 @@ class FaultSuiteTest {
             try (DeviceBuffer out = device.allocateFloats(N)) {
                 CudaGraph graph;
                 DeviceBuffer allocatedElsewhere;
-                try (StreamCapture capture = stream.beginCapture(CaptureMode.THREAD_LOCAL)) {
+                try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.THREAD_LOCAL)) {
                     writePattern.launch(config(stream), out, N, 2f, 1f);
                     allocatedElsewhere = onAnotherPlatformThread(() -> device.allocateFloats(N));
                     graph = capture.end();
@@ -1218,7 +1215,7 @@ class FaultSuiteTest {
         void allocatingDuringARelaxedCaptureIsAllowed() {
             CudaGraph graph;
             DeviceBuffer scratch;
-            try (StreamCapture capture = stream.beginCapture(CaptureMode.RELAXED)) {
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.RELAXED)) {
                 scratch = device.allocateFloats(N);
                 writePattern.launch(config(stream), scratch, N, 0.25f, 8f);
                 graph = capture.end();
@@ -1233,7 +1230,7 @@ class FaultSuiteTest {
         @Test
         void endingAGlobalCaptureFromAnotherThreadIsRefusedAndEndsTheCapture() {
             try (DeviceBuffer out = device.allocateFloats(N)) {
-                StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL);
+                StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL);
                 try (capture) {
                     writePattern.launch(config(stream), out, N, 1f, 0f);
                     StreamCaptureException e = assertThrows(StreamCaptureException.class,
@@ -1259,9 +1256,9 @@ class FaultSuiteTest {
         void beginningACaptureOnACapturingStreamIsRefusedAndTheFirstCaptureGoesOn() {
             try (DeviceBuffer out = device.allocateFloats(N)) {
                 CudaGraph graph;
-                try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+                try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                     IllegalStateException e = assertThrows(IllegalStateException.class,
-                            () -> stream.beginCapture(CaptureMode.RELAXED).close());
+                            () -> StreamCapture.begin(stream, CaptureMode.RELAXED).close());
                     assertEquals("stream is already capturing: GLOBAL capture on " + stream, e.getMessage());
                     assertEquals(CaptureStatus.ACTIVE, stream.captureStatus());
                     writePattern.launch(config(stream), out, N, 2f, 7f);
@@ -1280,7 +1277,7 @@ class FaultSuiteTest {
                     CudaEvent fork = device.createEvent(CudaEvent.Option.DISABLE_TIMING);
                     DeviceBuffer out = device.allocateFloats(N)) {
                 StreamCaptureException e;
-                try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+                try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                     fork.record(stream);
                     side.waitFor(fork);
                     writePattern.launch(config(side), out, N, 1f, 0f);
@@ -1334,7 +1331,7 @@ class FaultSuiteTest {
                 try (DeviceBuffer dy = device.allocateFloats(N)) {
                     try (CudaGraph otherKernel = CudaGraph.create()) {
                         dx.copyFrom(x);
-                        otherKernel.addKernel(KernelNodeParams.of(saxpy, Dim3.of(40), Dim3.of(THREADS_PER_BLOCK), 0,
+                        otherKernel.addKernel(KernelLaunch.of(saxpy, Dim3.of(40), Dim3.of(THREADS_PER_BLOCK), 0,
                                 N, 2f, dx, dy));
                         // cudaGraphExecUpdate accepts another function in the same context (since CUDA 11.2):
                         // the executable then runs saxpy, and holds saxpy's buffers.
@@ -1359,7 +1356,7 @@ class FaultSuiteTest {
             try (DeviceBuffer out = device.allocateFloats(N); CudaGraph original = patternGraph(out, 0.5f, 4f);
                     CudaGraph other = patternGraph(out, 2f, 1f); GraphExec exec = original.instantiate()) {
                 GraphNode foreign = other.nodes().get(0);
-                KernelNodeParams params = foreign.kernelParams().orElseThrow();
+                KernelLaunch params = foreign.kernelParams().orElseThrow();
                 IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                         () -> exec.updateKernelNode(foreign, params));
                 assertEquals(foreign + " is not a node of the graph this executable was made from", e.getMessage());
@@ -1372,10 +1369,10 @@ class FaultSuiteTest {
         void updateKernelNodeWithAMemsetNodeIsRefusedNamingTheNodeType() {
             try (DeviceBuffer out = device.allocateFloats(N); CudaGraph graph = CudaGraph.create()) {
                 GraphNode memset = graph.addMemset(out, 0xFF);
-                graph.addKernel(KernelNodeParams.of(writePattern, Dim3.of(40), Dim3.of(THREADS_PER_BLOCK), 0, out, N,
+                graph.addKernel(KernelLaunch.of(writePattern, Dim3.of(40), Dim3.of(THREADS_PER_BLOCK), 0, out, N,
                         0.5f, 6f), memset);
                 try (GraphExec exec = graph.instantiate()) {
-                    KernelNodeParams params = KernelNodeParams.of(writePattern, Dim3.of(40), Dim3.of(THREADS_PER_BLOCK),
+                    KernelLaunch params = KernelLaunch.of(writePattern, Dim3.of(40), Dim3.of(THREADS_PER_BLOCK),
                             0, out, N, 2f, 0f);
                     IllegalStateException e = assertThrows(IllegalStateException.class,
                             () -> exec.updateKernelNode(memset, params));
@@ -1394,7 +1391,7 @@ class FaultSuiteTest {
             try (DeviceBuffer out = device.allocateFloats(N); CudaGraph graph = patternGraph(out, 0.5f, 4f);
                     GraphExec exec = graph.instantiate()) {
                 GraphNode node = graph.nodes().get(0);
-                KernelNodeParams params = node.kernelParams().orElseThrow().withArguments(doomed, N, 1f, 0f);
+                KernelLaunch params = node.kernelParams().orElseThrow().withArguments(doomed, N, 1f, 0f);
                 IllegalStateException e = assertThrows(IllegalStateException.class,
                         () -> exec.updateKernelNode(node, params));
                 assertEquals(doomedName + " is closed", e.getMessage());
@@ -1474,10 +1471,10 @@ class FaultSuiteTest {
                     GraphExec exec = graph.instantiate()) {
                 out.memset(0xFF);
                 GraphNode node = graph.nodes().get(0);
-                KernelNodeParams original = node.kernelParams().orElseThrow();
+                KernelLaunch original = node.kernelParams().orElseThrow();
                 // Equivalent parameters: the same kernel and arguments; a grid-stride loop makes any shape
                 // write the same values.
-                List<KernelNodeParams> equivalents = List.of(original,
+                List<KernelLaunch> equivalents = List.of(original,
                         original.withLaunchShape(Dim3.of(7), Dim3.of(128), 0),
                         original.withLaunchShape(Dim3.of(3), Dim3.of(1024), 0));
                 AtomicBoolean launching = new AtomicBoolean(true);

@@ -12,13 +12,10 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.cudagraph4j.graph.CaptureMode;
-import org.cudagraph4j.graph.CaptureStatus;
 import org.cudagraph4j.graph.CudaGraph;
 import org.cudagraph4j.graph.GraphExec;
 import org.cudagraph4j.graph.GraphNode;
-import org.cudagraph4j.graph.KernelNodeParams;
 import org.cudagraph4j.graph.StreamCapture;
-import org.cudagraph4j.graph.StreamCaptureException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.RepeatedTest;
@@ -98,7 +95,7 @@ class ReliabilityTest {
         closed.close();
         try (CudaGraph graph = CudaGraph.create()) {
             IllegalStateException refused = assertThrows(IllegalStateException.class, () -> graph.addKernel(
-                    KernelNodeParams.of(writePattern, Dim3.of(1), Dim3.of(64), 0, closed, 64, 1f, 0f)));
+                    KernelLaunch.of(writePattern, Dim3.of(1), Dim3.of(64), 0, closed, 64, 1f, 0f)));
             assertEquals(closed + " is closed", refused.getMessage());
             assertEquals(0, graph.nodes().size());
         }
@@ -114,7 +111,7 @@ class ReliabilityTest {
         scratch.memset(0xFF); // for initcheck, which checks the captured copy's source at launch
         CudaGraph graph;
         try (DeviceBuffer out = device.allocateFloats(n)) {
-            try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                 own.kernel("write_pattern").launch(config(n), scratch, n, 0.5f, 3f);
                 out.copyFromAsync(scratch, stream);
                 graph = capture.end();
@@ -160,7 +157,7 @@ class ReliabilityTest {
         // before the kernel node upstream has run, and would call a fresh scratch uninitialized.
         scratch.memset(0xFF);
         CudaGraph graph = CudaGraph.create();
-        GraphNode write = graph.addKernel(KernelNodeParams.of(writePattern, Dim3.of(16), Dim3.of(256), 0,
+        GraphNode write = graph.addKernel(KernelLaunch.of(writePattern, Dim3.of(16), Dim3.of(256), 0,
                 scratch, n, scale, 0f));
         graph.addMemcpy(out, scratch, write);
         if (closeScratch) {
@@ -175,7 +172,7 @@ class ReliabilityTest {
         LiveResources start = Cuda.liveResources();
         DeviceBuffer current = device.allocateFloats(floats);
         try (CudaGraph graph = CudaGraph.create()) {
-            GraphNode node = graph.addKernel(KernelNodeParams.of(writePattern, Dim3.of(1024), Dim3.of(256), 0,
+            GraphNode node = graph.addKernel(KernelLaunch.of(writePattern, Dim3.of(1024), Dim3.of(256), 0,
                     current, (int) floats, 1f, 0f));
             try (GraphExec exec = graph.instantiate()) {
                 for (int update = 1; update <= 6; update++) {
@@ -214,7 +211,7 @@ class ReliabilityTest {
                     // memcpy node's source at launch, before the kernel node upstream has run.
                     scratch.memset(0xFF);
                     try (CudaGraph graph = CudaGraph.create()) {
-                        GraphNode write = graph.addKernel(KernelNodeParams.of(writePattern, Dim3.of(1024),
+                        GraphNode write = graph.addKernel(KernelLaunch.of(writePattern, Dim3.of(1024),
                                 Dim3.of(256), 0, scratch, n, (float) update, 0f));
                         graph.addMemcpy(out, scratch.slice(0, 4), write);
                         scratch.close();
@@ -249,7 +246,7 @@ class ReliabilityTest {
                     GraphExec innerExec = inner.instantiate()) {
                 // The runtime refuses cudaGraphLaunch in a capture (driver 580): a typed error, and the
                 // stream recovers once the scope closes.
-                try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+                try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                     StreamCaptureException refused = assertThrows(StreamCaptureException.class,
                             () -> innerExec.launch(stream));
                     assertEquals(CudaError.STREAM_CAPTURE_UNSUPPORTED, refused.error());
@@ -332,7 +329,7 @@ class ReliabilityTest {
     @Test
     void aCaptureRefusedToEndFromTheWrongThreadLeavesNoStaleState() throws Exception {
         try (DeviceBuffer out = device.allocateFloats(64)) {
-            StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL);
+            StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL);
             try (capture) {
                 writePattern.launch(config(64), out, 64, 1f, 0f);
                 CudaException wrongThread;
@@ -346,7 +343,7 @@ class ReliabilityTest {
                 assertEquals(CaptureStatus.NONE, stream.captureStatus());
             }
             assertThrows(IllegalStateException.class, capture::end);
-            try (StreamCapture again = stream.beginCapture(CaptureMode.GLOBAL)) {
+            try (StreamCapture again = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                 writePattern.launch(config(64), out, 64, 2f, 0f);
                 try (CudaGraph graph = again.end(); GraphExec exec = graph.instantiate()) {
                     exec.launch(stream);

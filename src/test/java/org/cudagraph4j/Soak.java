@@ -32,7 +32,6 @@ import org.cudagraph4j.graph.CaptureMode;
 import org.cudagraph4j.graph.CudaGraph;
 import org.cudagraph4j.graph.GraphExec;
 import org.cudagraph4j.graph.GraphNode;
-import org.cudagraph4j.graph.KernelNodeParams;
 import org.cudagraph4j.graph.StreamCapture;
 
 /**
@@ -890,20 +889,20 @@ public final class Soak {
 
         /** write_pattern into out, then saxpy into y, captured from this worker's stream. */
         private CudaGraph capturePair(CaptureMode mode, Round round, DeviceBuffer out, DeviceBuffer y) {
-            try (StreamCapture capture = stream.beginCapture(mode)) {
+            try (StreamCapture capture = StreamCapture.begin(stream, mode)) {
                 writePattern.launch(config(round.n(), stream), out, round.n(), round.scale(), round.offset());
                 saxpy.launch(config(round.n(), stream), round.n(), round.a(), out, y);
                 return capture.end();
             }
         }
 
-        private KernelNodeParams writeParams(Round round, DeviceBuffer out) {
-            return KernelNodeParams.of(writePattern, grid(round.n()), Dim3.of(BLOCK), 0, out, round.n(),
+        private KernelLaunch writeParams(Round round, DeviceBuffer out) {
+            return KernelLaunch.of(writePattern, grid(round.n()), Dim3.of(BLOCK), 0, out, round.n(),
                     round.scale(), round.offset());
         }
 
-        private KernelNodeParams axpyParams(Round round, DeviceBuffer out, DeviceBuffer y) {
-            return KernelNodeParams.of(saxpy, grid(round.n()), Dim3.of(BLOCK), 0, round.n(), round.a(), out, y);
+        private KernelLaunch axpyParams(Round round, DeviceBuffer out, DeviceBuffer y) {
+            return KernelLaunch.of(saxpy, grid(round.n()), Dim3.of(BLOCK), 0, round.n(), round.a(), out, y);
         }
 
         /** Launches a graph doing {@code round} 1 to 3 times, poisoning out before each, and checks the result. */

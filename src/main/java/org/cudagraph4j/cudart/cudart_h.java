@@ -21,7 +21,8 @@ public class cudart_h extends cudart_h$shared {
 
     static final Arena LIBRARY_ARENA = Arena.ofAuto();
 
-    static final SymbolLookup SYMBOL_LOOKUP = org.cudagraph4j.internal.CudartLoader.symbolLookup();
+    static final SymbolLookup SYMBOL_LOOKUP = SymbolLookup.loaderLookup()
+            .or(Linker.nativeLinker().defaultLookup());
 
     private static final int cudaHostAllocDefault = (int)0L;
     /**

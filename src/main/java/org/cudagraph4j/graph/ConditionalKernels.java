@@ -5,13 +5,14 @@ import org.cudagraph4j.CudaKernel;
 import org.cudagraph4j.CudaLibrary;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.Dim3;
+import org.cudagraph4j.KernelLaunch;
 
 /**
  * Shipped kernels that set a {@link ConditionalHandle}'s value on the device
  * ({@code cudaGraphSetConditional}) from device memory, as one-thread kernel nodes: upstream of a
  * conditional node, or as the last node of a WHILE body to decide whether it runs again. Each
  * method describes the launch; add it with {@link CudaGraph#addKernel}, or
- * {@linkplain KernelNodeParams#launch launch} it into a capture.
+ * {@linkplain KernelLaunch#launch launch} it into a capture.
  *
  * <pre>{@code
  * try (ConditionalKernels kernels = ConditionalKernels.load(); CudaGraph graph = CudaGraph.create()) {
@@ -73,8 +74,8 @@ public final class ConditionalKernels implements AutoCloseable {
      * @return the one-thread launch
      * @throws IllegalArgumentException if {@code value} is shorter than 4 bytes
      */
-    public KernelNodeParams set(ConditionalHandle condition, DeviceBuffer value) {
-        return KernelNodeParams.of(set, ONE, ONE, 0, handleOf(condition), word(value, "value"));
+    public KernelLaunch set(ConditionalHandle condition, DeviceBuffer value) {
+        return KernelLaunch.of(set, ONE, ONE, 0, handleOf(condition), word(value, "value"));
     }
 
     /**
@@ -88,8 +89,8 @@ public final class ConditionalKernels implements AutoCloseable {
      * @return the one-thread launch
      * @throws IllegalArgumentException if {@code remaining} is shorter than 4 bytes
      */
-    public KernelNodeParams countDown(ConditionalHandle condition, DeviceBuffer remaining) {
-        return KernelNodeParams.of(countDown, ONE, ONE, 0, handleOf(condition), word(remaining, "remaining"));
+    public KernelLaunch countDown(ConditionalHandle condition, DeviceBuffer remaining) {
+        return KernelLaunch.of(countDown, ONE, ONE, 0, handleOf(condition), word(remaining, "remaining"));
     }
 
     /**
@@ -103,8 +104,8 @@ public final class ConditionalKernels implements AutoCloseable {
      * @return the one-thread launch
      * @throws IllegalArgumentException if {@code value} is shorter than 4 bytes
      */
-    public KernelNodeParams setIfGreater(ConditionalHandle condition, DeviceBuffer value, float threshold) {
-        return KernelNodeParams.of(setIfGreater, ONE, ONE, 0, handleOf(condition), word(value, "value"), threshold);
+    public KernelLaunch setIfGreater(ConditionalHandle condition, DeviceBuffer value, float threshold) {
+        return KernelLaunch.of(setIfGreater, ONE, ONE, 0, handleOf(condition), word(value, "value"), threshold);
     }
 
     /**

@@ -1,5 +1,7 @@
 package org.cudagraph4j.graph;
 
+import static org.cudagraph4j.graph.RootSecrets.ROOT;
+
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -23,16 +25,16 @@ import org.cudagraph4j.CudaEvent;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.KernelArguments;
+import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.HeldResources;
 import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.LiveCounters;
 import org.cudagraph4j.internal.NodeResources;
-import org.cudagraph4j.internal.SharedSecrets;
 
 /**
  * A CUDA graph template ({@code cudaGraph_t}): nodes and dependencies, built explicitly or by
- * {@linkplain CudaStream#beginCapture stream capture}. Instantiate it to launch it.
+ * {@linkplain StreamCapture#begin stream capture}. Instantiate it to launch it.
  *
  * <p>A graph keeps alive what its nodes use (kernels' libraries, buffers, events): closing those
  * while the graph, or an executable made from it, still needs them defers their release until the
@@ -49,7 +51,7 @@ public final class CudaGraph implements AutoCloseable {
     private final HeldResources held;
     private final Map<Long, List<Lifetime>> kernelNodeResources = new ConcurrentHashMap<>();
     private final Queue<Lifetime> otherResources = new ConcurrentLinkedQueue<>();
-    private final Map<Long, KernelNodeParams> kernelParams = new ConcurrentHashMap<>();
+    private final Map<Long, KernelLaunch> kernelParams = new ConcurrentHashMap<>();
     /** Conditional nodes by node address, and their bodies, which close with this graph. */
     private final Map<Long, ConditionalNode> conditionals = new ConcurrentHashMap<>();
     private final List<CudaGraph> bodies = new CopyOnWriteArrayList<>();
@@ -62,9 +64,9 @@ public final class CudaGraph implements AutoCloseable {
      * Takes ownership of {@code handle}, which is destroyed if this constructor fails.
      *
      * @param captured what the nodes of a captured graph use; this graph holds it from now on
-     * @param capturedKernels node address to the {@link KernelNodeParams} a capture recorded
+     * @param capturedKernels node address to the {@link KernelLaunch} a capture recorded
      */
-    CudaGraph(MemorySegment handle, NodeResources captured, Map<Long, Object> capturedKernels) {
+    CudaGraph(MemorySegment handle, NodeResources captured, Map<Long, KernelLaunch> capturedKernels) {
         this.handle = handle;
         HeldResources resources = new HeldResources();
         try {
@@ -76,7 +78,7 @@ public final class CudaGraph implements AutoCloseable {
         this.held = resources;
         kernelNodeResources.putAll(captured.kernelNodes());
         otherResources.addAll(captured.others());
-        capturedKernels.forEach((node, params) -> kernelParams.put(node, (KernelNodeParams) params));
+        kernelParams.putAll(capturedKernels);
         HeldResources release = resources;
         List<CudaGraph> nested = bodies;
         this.body = false;
@@ -114,12 +116,12 @@ public final class CudaGraph implements AutoCloseable {
      *     belongs to another graph
      * @throws IllegalStateException if this graph, the kernel's library or a buffer among the arguments is closed
      */
-    public GraphNode addKernel(KernelNodeParams params, GraphNode... dependencies) {
+    public GraphNode addKernel(KernelLaunch params, GraphNode... dependencies) {
         Objects.requireNonNull(params, "params");
         MemorySegment node;
         List<Lifetime> uses;
         try (KernelArguments arguments = temporaryArguments(params)) {
-            uses = SharedSecrets.root().uses(arguments);
+            uses = ROOT.uses(arguments);
             held.hold(uses);
             try {
                 node = Graphs.addKernelNode(handle(), handles(dependencies), kernelParams(params, arguments));
@@ -185,8 +187,9 @@ public final class CudaGraph implements AutoCloseable {
             throw new IllegalArgumentException("memcpy node: destination has " + destination.byteSize()
                     + " bytes but source has " + source.byteSize());
         }
-        return addNode(lifetimesOf(destination, source), () -> Graphs.addMemcpyNode(handle(), handles(dependencies),
-                destination.address(), source.address(), source.byteSize()));
+        return addNode(open(ROOT.bufferLifetime(destination), ROOT.bufferLifetime(source)),
+                () -> Graphs.addMemcpyNode(handle(), handles(dependencies), destination.address(), source.address(),
+                        source.byteSize()));
     }
 
     /**
@@ -200,8 +203,8 @@ public final class CudaGraph implements AutoCloseable {
      * @throws IllegalStateException if this graph or {@code destination} is closed
      */
     public GraphNode addMemset(DeviceBuffer destination, int byteValue, GraphNode... dependencies) {
-        return addNode(lifetimesOf(destination), () -> Graphs.addMemsetNode(handle(), handles(dependencies),
-                destination.address(), byteValue, destination.byteSize()));
+        return addNode(open(ROOT.bufferLifetime(destination)), () -> Graphs.addMemsetNode(handle(),
+                handles(dependencies), destination.address(), byteValue, destination.byteSize()));
     }
 
     /**
@@ -228,7 +231,7 @@ public final class CudaGraph implements AutoCloseable {
      */
     public GraphNode addEventRecord(CudaEvent event, GraphNode... dependencies) {
         ensureAllowedHere(GraphNodeType.EVENT_RECORD);
-        return addNode(lifetimesOf(event),
+        return addNode(open(ROOT.eventLifetime(event)),
                 () -> Graphs.addEventRecordNode(handle(), handles(dependencies), event.handle()));
     }
 
@@ -244,7 +247,7 @@ public final class CudaGraph implements AutoCloseable {
      */
     public GraphNode addEventWait(CudaEvent event, GraphNode... dependencies) {
         ensureAllowedHere(GraphNodeType.WAIT_EVENT);
-        return addNode(lifetimesOf(event),
+        return addNode(open(ROOT.eventLifetime(event)),
                 () -> Graphs.addEventWaitNode(handle(), handles(dependencies), event.handle()));
     }
 
@@ -597,29 +600,28 @@ public final class CudaGraph implements AutoCloseable {
         return new GraphNode(this, handle, kernelParams.get(handle.address()));
     }
 
-    static Graphs.KernelParams kernelParams(KernelNodeParams params, KernelArguments arguments) {
+    /** The node a failure names, or {@code null} where the runtime named none. */
+    GraphNode nodeOrNull(MemorySegment handle) {
+        return handle.equals(MemorySegment.NULL) ? null : node(handle);
+    }
+
+    static Graphs.KernelParams kernelParams(KernelLaunch params, KernelArguments arguments) {
         return new Graphs.KernelParams(params.kernel().handle(), params.grid().x(), params.grid().y(),
                 params.grid().z(), params.block().x(), params.block().y(), params.block().z(),
-                params.sharedMemBytes(), SharedSecrets.root().argumentPointers(arguments));
+                params.sharedMemBytes(), ROOT.argumentPointers(arguments));
     }
 
     /** {@code params}' arguments, checked, for one use on this thread. */
-    static KernelArguments temporaryArguments(KernelNodeParams params) {
-        return (KernelArguments) SharedSecrets.root().temporaryArguments(params.kernel(), params.arguments().toArray());
+    static KernelArguments temporaryArguments(KernelLaunch params) {
+        return ROOT.temporaryArguments(params.kernel(), params.arguments().toArray());
     }
 
-    /**
-     * The lifetimes behind buffers, libraries or events, which must be open: a closed one cannot
-     * go into a new node.
-     */
-    private static List<Lifetime> lifetimesOf(Object... resources) {
-        List<Lifetime> lifetimes = new ArrayList<>(resources.length);
-        for (Object resource : resources) {
-            Lifetime lifetime = SharedSecrets.root().lifetime(resource);
+    /** {@code lifetimes}, which must be open: a closed buffer or event cannot go into a new node. */
+    private static List<Lifetime> open(Lifetime... lifetimes) {
+        for (Lifetime lifetime : lifetimes) {
             lifetime.ensureOpen();
-            lifetimes.add(lifetime);
         }
-        return lifetimes;
+        return List.of(lifetimes);
     }
 
     /** {@code edges} with each node replaced by its position in {@code nodes}. */
@@ -698,11 +700,9 @@ public final class CudaGraph implements AutoCloseable {
         execHolds.hold(resources.all());
         MemorySegment exec;
         try {
-            exec = Graphs.instantiate(handle(), bits, uploadStream);
-        } catch (Graphs.InstantiateFailure failure) {
-            execHolds.dropAll();
-            GraphNode node = failure.node.equals(MemorySegment.NULL) ? null : node(failure.node);
-            throw new GraphInstantiateException(failure.error, InstantiateResult.fromValue(failure.result), node);
+            exec = Graphs.instantiate(handle(), bits, uploadStream, failure -> new GraphInstantiateException(
+                    ROOT.callFailed(failure.status(), failure.function(), null),
+                    InstantiateResult.fromValue(failure.result()), nodeOrNull(failure.node())));
         } catch (RuntimeException e) {
             execHolds.dropAll();
             throw e;

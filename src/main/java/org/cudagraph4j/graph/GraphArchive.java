@@ -30,6 +30,7 @@ import org.cudagraph4j.CudaLibrary;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.DeviceProperties;
 import org.cudagraph4j.Dim3;
+import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.KernelParameter;
 import org.cudagraph4j.graph.GraphArchiveException.Reason;
 import org.cudagraph4j.internal.Graphs;
@@ -701,7 +702,7 @@ public final class GraphArchive {
         }
 
         private KernelNode kernel(GraphNode node) {
-            KernelNodeParams params = node.kernelParams().orElseThrow(() -> new GraphArchiveException(
+            KernelLaunch params = node.kernelParams().orElseThrow(() -> new GraphArchiveException(
                     Reason.UNSUPPORTED, node + " is a kernel node whose launch this library did not record (it was "
                     + "captured from a launch made outside cudagraph4j)"));
             CudaKernel kernel = params.kernel();
@@ -856,7 +857,7 @@ public final class GraphArchive {
                             };
                         };
                     }
-                    yield graph.addKernel(KernelNodeParams.of(kernel, k.grid(), k.block(), k.sharedMemBytes(),
+                    yield graph.addKernel(KernelLaunch.of(kernel, k.grid(), k.block(), k.sharedMemBytes(),
                             arguments), dependencies);
                 }
                 case CopyNode copy -> graph.addMemcpy(

@@ -1,5 +1,7 @@
 package org.cudagraph4j.graph;
 
+import static org.cudagraph4j.graph.RootSecrets.ROOT;
+
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -8,12 +10,13 @@ import java.util.Map;
 import java.util.concurrent.locks.ReentrantLock;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.KernelArguments;
+import org.cudagraph4j.KernelLaunch;
+import org.cudagraph4j.StreamCaptureException;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.HeldResources;
 import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.LiveCounters;
 import org.cudagraph4j.internal.NodeResources;
-import org.cudagraph4j.internal.SharedSecrets;
 
 /**
  * An executable graph ({@code cudaGraphExec_t}), made by {@link CudaGraph#instantiate}. One
@@ -109,11 +112,9 @@ public final class GraphExec implements AutoCloseable {
             MemorySegment exec = handle();
             held.hold(next.all());
             try {
-                Graphs.update(exec, graphHandle);
-            } catch (Graphs.UpdateFailure failure) {
-                held.drop(next.all());
-                GraphNode node = failure.node.equals(MemorySegment.NULL) ? null : graph.node(failure.node);
-                throw new GraphUpdateException(failure.error, UpdateResult.fromValue(failure.result), node);
+                Graphs.update(exec, graphHandle, failure -> new GraphUpdateException(
+                        ROOT.callFailed(failure.status(), failure.function(), null),
+                        UpdateResult.fromValue(failure.result()), graph.nodeOrNull(failure.node())));
             } catch (RuntimeException e) {
                 held.drop(next.all());
                 throw e;
@@ -141,7 +142,7 @@ public final class GraphExec implements AutoCloseable {
      * @throws IllegalStateException if {@code node} is not a kernel node, or if its graph, this executable, a buffer
      *     among the arguments or the kernel's library is closed
      */
-    public void updateKernelNode(GraphNode node, KernelNodeParams params) {
+    public void updateKernelNode(GraphNode node, KernelLaunch params) {
         if (node.graph() != template) {
             throw new IllegalArgumentException(node + " is not a node of the graph this executable was made from");
         }
@@ -149,7 +150,7 @@ public final class GraphExec implements AutoCloseable {
         lock.lock();
         try (KernelArguments arguments = CudaGraph.temporaryArguments(params)) {
             MemorySegment exec = handle();
-            List<Lifetime> uses = SharedSecrets.root().uses(arguments);
+            List<Lifetime> uses = ROOT.uses(arguments);
             held.hold(uses);
             try {
                 Graphs.setKernelNodeParams(exec, node.handle(), CudaGraph.kernelParams(params, arguments));

@@ -18,7 +18,7 @@ public final class GraphInstantiateException extends CudaException {
      * @param result the reason the runtime reported
      * @param node the node at fault, or {@code null} if the runtime names none
      */
-    public GraphInstantiateException(CudaException cause, InstantiateResult result, GraphNode node) {
+    GraphInstantiateException(CudaException cause, InstantiateResult result, GraphNode node) {
         super(cause, result.cudaName() + (node == null ? "" : " at " + node));
         this.result = result;
         this.node = node;

@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Optional;
 import org.cudagraph4j.Dim3;
+import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.Libraries;
 
@@ -19,9 +20,9 @@ import org.cudagraph4j.internal.Libraries;
 public final class GraphNode {
     private final CudaGraph graph;
     private final MemorySegment handle;
-    private final KernelNodeParams kernelParams;
+    private final KernelLaunch kernelParams;
 
-    GraphNode(CudaGraph graph, MemorySegment handle, KernelNodeParams kernelParams) {
+    GraphNode(CudaGraph graph, MemorySegment handle, KernelLaunch kernelParams) {
         this.graph = graph;
         this.handle = handle;
         this.kernelParams = kernelParams;
@@ -113,7 +114,7 @@ public final class GraphNode {
      *
      * @return the recorded launch, or empty
      */
-    public Optional<KernelNodeParams> kernelParams() {
+    public Optional<KernelLaunch> kernelParams() {
         return Optional.ofNullable(kernelParams);
     }
 

@@ -22,7 +22,7 @@ public final class GraphUpdateException extends CudaException {
      * @param result the reason the runtime reported
      * @param node the node of the new graph at fault, or {@code null} if the runtime names none
      */
-    public GraphUpdateException(CudaException cause, UpdateResult result, GraphNode node) {
+    GraphUpdateException(CudaException cause, UpdateResult result, GraphNode node) {
         super(cause, result.cudaName() + (node == null ? "" : " at " + node));
         this.result = result;
         this.node = node;

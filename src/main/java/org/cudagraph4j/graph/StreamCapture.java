@@ -4,17 +4,20 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import org.cudagraph4j.CaptureStatus;
 import org.cudagraph4j.CudaException;
 import org.cudagraph4j.CudaStream;
+import org.cudagraph4j.KernelLaunch;
+import org.cudagraph4j.StreamCaptureException;
 import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.internal.Graphs;
 
 /**
- * A stream capture in progress, from {@link CudaStream#beginCapture}: work queued on the stream
+ * A stream capture in progress, from {@link #begin(CudaStream, CaptureMode)}: work queued on the stream
  * (and on streams that join it through events) is recorded into a graph instead of running.
  *
  * <pre>{@code
- * try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+ * try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
  *     kernel.launch(config, args);
  *     graph = capture.end();
  * }
@@ -31,29 +34,32 @@ import org.cudagraph4j.internal.Graphs;
 public final class StreamCapture implements AutoCloseable {
     private final CudaStream stream;
     private final CaptureMode mode;
-    private final CaptureTracker.Capture capture;
+    private final CaptureTracker.Capture<KernelLaunch> capture;
     private boolean finished;
     /** Conditional nodes added to the capture; the graph end() returns takes them in. */
     private final List<ConditionalNode> conditionals = new ArrayList<>();
 
-    private StreamCapture(CudaStream stream, CaptureMode mode, CaptureTracker.Capture capture) {
+    private StreamCapture(CudaStream stream, CaptureMode mode, CaptureTracker.Capture<KernelLaunch> capture) {
         this.stream = stream;
         this.mode = mode;
         this.capture = capture;
     }
 
     /**
-     * Starts capturing the work queued on {@code stream}; same as {@link CudaStream#beginCapture(CaptureMode)}.
+     * Starts capturing the work queued on {@code stream} into a graph. Close the returned scope
+     * (try-with-resources) to end capture; call {@link #end()} inside it to keep the graph.
      *
      * @param stream the stream to capture
      * @param mode which unsafe calls the capture forbids while it runs
-     * @return the capture scope, to end or close
+     * @return the capture scope, to end or close; unless {@code mode} is {@link CaptureMode#RELAXED}, end and
+     *     close it on the OS thread that began it
      * @throws IllegalStateException if {@code stream} is closed or already capturing
      * @throws CudaException if the runtime refuses to begin capture
      */
     public static StreamCapture begin(CudaStream stream, CaptureMode mode) {
         MemorySegment handle = stream.handle();
-        CaptureTracker.Capture capture = CaptureTracker.begin(handle.address(), mode + " capture on " + stream);
+        CaptureTracker.Capture<KernelLaunch> capture = CaptureTracker.begin(handle.address(),
+                mode + " capture on " + stream, KernelLaunch.class);
         try {
             Graphs.beginCapture(handle, mode.value());
         } catch (RuntimeException e) {

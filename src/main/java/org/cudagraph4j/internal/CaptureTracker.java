@@ -18,24 +18,29 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class CaptureTracker {
     private static final AtomicInteger ACTIVE = new AtomicInteger();
-    private static final Map<Long, Capture> BY_STREAM = new ConcurrentHashMap<>();
+    private static final Map<Long, Capture<?>> BY_STREAM = new ConcurrentHashMap<>();
 
     private CaptureTracker() {}
 
     /**
      * What one capture has used: the resources its nodes need, held until the graph takes them
      * over, and what each kernel node launches.
+     *
+     * @param <L> how a kernel launch is described: the root's {@code KernelLaunch}, which this
+     *     package, below the root, cannot name; checked against the class given to {@link #begin}
      */
-    public static final class Capture {
+    public static final class Capture<L> {
         private final String description;
         private final HeldResources held = new HeldResources();
         private final Map<Long, List<Lifetime>> kernelNodeResources = new ConcurrentHashMap<>();
         private final Queue<Lifetime> otherResources = new ConcurrentLinkedQueue<>();
         private final Set<Long> streams = ConcurrentHashMap.newKeySet();
-        private final Map<Long, Object> kernelNodes = new ConcurrentHashMap<>();
+        private final Map<Long, L> kernelNodes = new ConcurrentHashMap<>();
+        private final Class<L> launchType;
 
-        Capture(String description) {
+        Capture(String description, Class<L> launchType) {
             this.description = description;
+            this.launchType = launchType;
         }
 
         /** Keeps {@code lifetimes} alive for a node of the graph that is not a kernel node. */
@@ -45,18 +50,21 @@ public final class CaptureTracker {
         }
 
         /**
-         * Records a captured kernel node: what it keeps alive, and what it launches
-         * ({@code params} is its {@code KernelNodeParams}), which the runtime cannot report for
-         * library kernels.
+         * Records a captured kernel node: what it keeps alive, and what it launches, which the
+         * runtime cannot report for library kernels.
+         *
+         * @param launch the launch, of the type the capture began with
+         * @throws ClassCastException if {@code launch} is not of that type
          */
-        public void recordKernelNode(long node, List<Lifetime> lifetimes, Object params) {
+        public void recordKernelNode(long node, List<Lifetime> lifetimes, Object launch) {
+            L checked = launchType.cast(launch);
             held.hold(lifetimes);
             kernelNodeResources.put(node, List.copyOf(lifetimes));
-            kernelNodes.put(node, params);
+            kernelNodes.put(node, checked);
         }
 
-        /** Node address to {@code KernelNodeParams}, for every kernel launched through the library. */
-        public Map<Long, Object> kernelNodes() {
+        /** Node address to launch, for every kernel launched through the library. */
+        public Map<Long, L> kernelNodes() {
             return Map.copyOf(kernelNodes);
         }
 
@@ -76,8 +84,13 @@ public final class CaptureTracker {
         }
     }
 
-    public static Capture begin(long stream, String description) {
-        Capture capture = new Capture(description);
+    /**
+     * Starts tracking a capture on {@code stream}.
+     *
+     * @param launchType the class that describes a kernel launch, which launch paths record
+     */
+    public static <L> Capture<L> begin(long stream, String description, Class<L> launchType) {
+        Capture<L> capture = new Capture<>(description, launchType);
         capture.streams.add(stream);
         if (BY_STREAM.putIfAbsent(stream, capture) != null) {
             throw new IllegalStateException("stream is already capturing: " + BY_STREAM.get(stream));
@@ -87,19 +100,19 @@ public final class CaptureTracker {
     }
 
     /** The capture {@code stream} takes part in, or {@code null}. */
-    public static Capture of(long stream) {
+    public static Capture<?> of(long stream) {
         return ACTIVE.get() == 0 ? null : BY_STREAM.get(stream);
     }
 
     /** {@code stream} now records into {@code capture} too (it waited on one of its events). */
-    public static void join(long stream, Capture capture) {
+    public static void join(long stream, Capture<?> capture) {
         if (capture.streams.add(stream)) {
             BY_STREAM.put(stream, capture);
         }
     }
 
     /** The capture is over: its streams record nothing into it any more. Releases nothing. */
-    public static void end(Capture capture) {
+    public static void end(Capture<?> capture) {
         for (Long stream : capture.streams) {
             BY_STREAM.remove(stream, capture);
         }

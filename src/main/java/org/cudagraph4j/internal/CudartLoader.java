@@ -12,10 +12,9 @@ import java.util.List;
 import java.util.Optional;
 import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
-import org.cudagraph4j.CudaRuntimeNotFoundException;
 
 /**
- * Finds and opens {@code libcudart.so.13}, and is the symbol lookup of the generated bindings.
+ * Finds and opens {@code libcudart.so.13} for the generated bindings: the one gate in front of them.
  *
  * <p>Search order, first hit wins:
  * <ol>
@@ -28,6 +27,17 @@ import org.cudagraph4j.CudaRuntimeNotFoundException;
  * error rather than quietly taking another runtime. The library is opened once per JVM and never
  * closed: the runtime keeps per-process state that must outlive every handle. A failed search is
  * not cached, so a corrected property lets a later call succeed.
+ *
+ * <p>The generated {@code cudart_h} resolves symbols through jextract's default lookup,
+ * {@code SymbolLookup.loaderLookup()}, which sees the libraries this class loader has loaded with
+ * {@link System#load}; so the file found is {@code System.load}ed by its absolute path (for the
+ * soname, the file the dynamic loader mapped). jextract resolves each function once, in a nested
+ * holder class, on its first call: a call before the load would fail that class's initialization
+ * for the life of the JVM. So every path into the runtime begins at an entry point of this package
+ * that calls {@link #ensureLoaded()} first: the device and version queries and {@code Devices.use},
+ * {@code Memory.mallocHost}, {@code Libraries.load}, {@code Graphs.create} and {@code Status}'s
+ * error texts. Every other call takes a handle, or needs a current device, that only those could
+ * have produced. {@code RuntimeGateTest} checks that no public path gets past them.
  */
 public final class CudartLoader {
     public static final String PATH_PROPERTY = "org.cudagraph4j.cudart.path";
@@ -36,21 +46,17 @@ public final class CudartLoader {
 
     private static volatile SymbolLookup library;
     private static volatile Candidate loadedFrom;
+    private static volatile Path loadedFile;
 
     private CudartLoader() {}
 
     /**
-     * The lookup the generated bindings resolve symbols through. It opens the runtime on first use,
-     * so every binding sees the library this class chose.
-     */
-    public static SymbolLookup symbolLookup() {
-        return name -> ensureLoaded().find(name);
-    }
-
-    /**
-     * Opens the runtime if it is not open yet.
+     * Opens the runtime if it is not open yet; the gate every entry point passes before its first
+     * call into the bindings. Once open, this is one volatile read.
      *
-     * @throws CudaRuntimeNotFoundException listing every place tried
+     * @return a lookup of the runtime's own symbols
+     * @throws RuntimeException the root's {@code CudaRuntimeNotFoundException}, listing every place tried
+     * @throws IllegalCallerException if the JVM denies this module native access
      */
     public static SymbolLookup ensureLoaded() {
         SymbolLookup lookup = library;
@@ -78,23 +84,21 @@ public final class CudartLoader {
 
     /**
      * The file the runtime was opened from: the path tried, or for the soname the file the dynamic
-     * loader mapped (from {@code /proc/self/maps}), if it has been opened.
+     * loader mapped, if it has been opened.
      */
     public static Optional<Path> loadedFile() {
-        Candidate candidate = loadedFrom;
-        if (candidate == null) {
-            return Optional.empty();
-        }
-        if (candidate.target().contains("/")) {
-            return Optional.of(Path.of(candidate.target()));
-        }
+        return Optional.ofNullable(loadedFile);
+    }
+
+    /** The file the dynamic loader mapped for {@code soname}, from {@code /proc/self/maps}. */
+    static Optional<Path> mappedFile(String soname) {
         try (Stream<String> maps = Files.lines(Path.of("/proc/self/maps"))) {
             return maps.map(line -> line.substring(line.indexOf('/') < 0 ? line.length() : line.indexOf('/')))
-                    .filter(file -> file.contains("/" + SONAME))
+                    .filter(file -> file.contains("/" + soname))
                     .findFirst()
                     .map(Path::of);
         } catch (IOException | UncheckedIOException e) {
-            return Optional.empty(); // not Linux, or no procfs: the soname is all there is to say
+            return Optional.empty(); // not Linux, or no procfs
         }
     }
 
@@ -155,25 +159,32 @@ public final class CudartLoader {
                 try {
                     SymbolLookup lookup = SymbolLookup.libraryLookup(candidate.target(), Arena.global());
                     Optional<MemorySegment> probe = lookup.find("cudaRuntimeGetVersion");
-                    if (probe.isPresent()) {
+                    Optional<Path> file = isPath ? Optional.of(Path.of(candidate.target()).toAbsolutePath())
+                            : mappedFile(candidate.target());
+                    if (probe.isPresent() && file.isPresent()) {
+                        // What the generated bindings' loaderLookup() sees: the same file, opened again
+                        // by this class loader (the dynamic loader hands back the handle it has).
+                        System.load(file.get().toString());
                         loadedFrom = candidate;
+                        loadedFile = file.get();
                         return lookup;
                     }
-                    failure = "opened, but it exports no cudaRuntimeGetVersion";
+                    failure = probe.isEmpty() ? "opened, but it exports no cudaRuntimeGetVersion"
+                            : "opened, but /proc/self/maps does not say from which file, which System.load needs";
                 } catch (IllegalCallerException e) {
                     throw nativeAccessDenied(e);
-                } catch (IllegalArgumentException e) {
+                } catch (IllegalArgumentException | UnsatisfiedLinkError e) {
                     failure = e.getMessage();
                 }
             }
             failures.add(candidate + " (" + failure + ")");
             if (candidate.explicit()) {
-                throw new CudaRuntimeNotFoundException(failures, "The path given with -D" + PATH_PROPERTY
+                throw SharedSecrets.root().runtimeNotFound(failures, "The path given with -D" + PATH_PROPERTY
                         + " must name libcudart.so.13 or a folder holding it; fix it, or remove the property to"
                         + " search the usual places.");
             }
         }
-        throw new CudaRuntimeNotFoundException(failures,
+        throw SharedSecrets.root().runtimeNotFound(failures,
                 "Install the CUDA 13 runtime, or point at it with -D" + PATH_PROPERTY
                         + "=/path/to/" + SONAME + " or CUDA_HOME=/path/to/cuda.");
     }

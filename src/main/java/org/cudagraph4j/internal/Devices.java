@@ -6,7 +6,6 @@ import static org.cudagraph4j.cudart.cudart_h.*;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import org.cudagraph4j.DeviceProperties;
 import org.cudagraph4j.cudart.cudaDeviceProp;
 
 /** Device and version queries. The current device is per OS thread, as in the runtime. */
@@ -35,12 +34,16 @@ public final class Devices {
         return Out.intValue("cudaDriverGetVersion", null, (arena, version) -> cudaDriverGetVersion(version));
     }
 
-    public static DeviceProperties properties(int ordinal) {
+    /** The fields of {@code cudaDeviceProp} the library reports; the root's {@code DeviceProperties} copies them. */
+    public record Properties(String name, int major, int minor, int multiprocessorCount, long totalMemoryBytes,
+            long sharedMemPerBlockOptinBytes, int l2CacheBytes, int maxThreadsPerBlock, int warpSize) {}
+
+    public static Properties properties(int ordinal) {
         CudartLoader.ensureLoaded();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment prop = cudaDeviceProp.allocate(arena);
             Status.check(cudaGetDeviceProperties(prop, ordinal), "cudaGetDeviceProperties", "device " + ordinal);
-            return new DeviceProperties(
+            return new Properties(
                     cudaDeviceProp.name(prop).getString(0),
                     cudaDeviceProp.major(prop),
                     cudaDeviceProp.minor(prop),

@@ -9,7 +9,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
-import org.cudagraph4j.CudaException;
+import java.util.function.Function;
 import org.cudagraph4j.cudart.cudaConditionalNodeParams;
 import org.cudagraph4j.cudart.cudaExtent;
 import org.cudagraph4j.cudart.cudaGraphEdgeData;
@@ -378,22 +378,23 @@ public final class Graphs {
 
     // Instantiation, launch, update.
 
-    /** Thrown by {@link #instantiate}: the failure, its result kind and the node at fault (or NULL). */
-    public static final class InstantiateFailure extends RuntimeException {
-        private static final long serialVersionUID = 1L;
-        public final transient CudaException error;
-        public final int result;
-        public final transient MemorySegment node;
+    /**
+     * Why an instantiation or update failed. The runtime's last-error slot is already cleared.
+     *
+     * @param status the {@code cudaError_t} the call returned
+     * @param function the call, e.g. {@code cudaGraphExecUpdate}
+     * @param result the runtime's reason: a {@code cudaGraphInstantiateResult} or a {@code cudaGraphExecUpdateResult}
+     * @param node the node at fault, or {@code NULL} if the runtime names none
+     */
+    public record GraphFailure(int status, String function, int result, MemorySegment node) {}
 
-        InstantiateFailure(CudaException error, int result, MemorySegment node) {
-            super(error);
-            this.error = error;
-            this.result = result;
-            this.node = node;
-        }
-    }
-
-    public static MemorySegment instantiate(MemorySegment graph, long flags, MemorySegment uploadStream) {
+    /**
+     * {@code cudaGraphInstantiateWithParams}.
+     *
+     * @param onFailure the exception to throw for a failure, made by the caller, which knows its types
+     */
+    public static MemorySegment instantiate(MemorySegment graph, long flags, MemorySegment uploadStream,
+            Function<GraphFailure, RuntimeException> onFailure) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment exec = arena.allocate(ADDRESS);
             MemorySegment params = cudaGraphInstantiateParams.allocate(arena);
@@ -402,8 +403,9 @@ public final class Graphs {
             cudaGraphInstantiateParams.errNode_out(params, MemorySegment.NULL);
             int status = cudaGraphInstantiateWithParams(exec, graph, params);
             if (status != Status.SUCCESS) {
-                throw new InstantiateFailure(Status.error(status, "cudaGraphInstantiateWithParams", null),
-                        cudaGraphInstantiateParams.result_out(params), cudaGraphInstantiateParams.errNode_out(params));
+                Status.clearLastError();
+                throw onFailure.apply(new GraphFailure(status, "cudaGraphInstantiateWithParams",
+                        cudaGraphInstantiateParams.result_out(params), cudaGraphInstantiateParams.errNode_out(params)));
             }
             return exec.get(ADDRESS, 0);
         }
@@ -424,28 +426,20 @@ public final class Graphs {
         }
     }
 
-    /** Thrown by {@link #update}: the failure, its result kind and the node at fault (or NULL). */
-    public static final class UpdateFailure extends RuntimeException {
-        private static final long serialVersionUID = 1L;
-        public final transient CudaException error;
-        public final int result;
-        public final transient MemorySegment node;
-
-        UpdateFailure(CudaException error, int result, MemorySegment node) {
-            super(error);
-            this.error = error;
-            this.result = result;
-            this.node = node;
-        }
-    }
-
-    public static void update(MemorySegment exec, MemorySegment graph) {
+    /**
+     * {@code cudaGraphExecUpdate}.
+     *
+     * @param onFailure the exception to throw for a failure, made by the caller, which knows its types
+     */
+    public static void update(MemorySegment exec, MemorySegment graph,
+            Function<GraphFailure, RuntimeException> onFailure) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment info = cudaGraphExecUpdateResultInfo.allocate(arena);
             int status = cudaGraphExecUpdate(exec, graph, info);
             if (status != Status.SUCCESS) {
-                throw new UpdateFailure(Status.error(status, "cudaGraphExecUpdate", null),
-                        cudaGraphExecUpdateResultInfo.result(info), cudaGraphExecUpdateResultInfo.errorNode(info));
+                Status.clearLastError();
+                throw onFailure.apply(new GraphFailure(status, "cudaGraphExecUpdate",
+                        cudaGraphExecUpdateResultInfo.result(info), cudaGraphExecUpdateResultInfo.errorNode(info)));
             }
         }
     }

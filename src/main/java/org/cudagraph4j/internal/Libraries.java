@@ -9,7 +9,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
-import org.cudagraph4j.KernelParameter;
 import org.cudagraph4j.cudart.cudaLaunchAttributeValue;
 import org.cudagraph4j.cudart.cudaLaunchAttribute_st;
 import org.cudagraph4j.cudart.cudaLaunchConfig_st;
@@ -58,12 +57,18 @@ public final class Libraries {
         return Status.cString(Out.pointer("cudaFuncGetName", null, (arena, name) -> cudaFuncGetName(name, function)));
     }
 
+    /**
+     * One kernel parameter as {@code cudaFuncGetParamInfo} reports it; the root's
+     * {@code KernelParameter} copies it.
+     */
+    public record Parameter(int index, long offsetBytes, long sizeBytes) {}
+
     /** Every parameter's offset and size, from {@code cudaFuncGetParamInfo}. */
-    public static List<KernelParameter> parameters(MemorySegment function) {
+    public static List<Parameter> parameters(MemorySegment function) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment offset = arena.allocate(JAVA_LONG);
             MemorySegment size = arena.allocate(JAVA_LONG);
-            List<KernelParameter> parameters = new ArrayList<>();
+            List<Parameter> parameters = new ArrayList<>();
             for (int index = 0; ; index++) {
                 int status = cudaFuncGetParamInfo(function, index, offset, size);
                 if (status == INVALID_VALUE) {
@@ -72,7 +77,7 @@ public final class Libraries {
                     return List.copyOf(parameters);
                 }
                 Status.check(status, "cudaFuncGetParamInfo");
-                parameters.add(new KernelParameter(index, offset.get(JAVA_LONG, 0), size.get(JAVA_LONG, 0)));
+                parameters.add(new Parameter(index, offset.get(JAVA_LONG, 0), size.get(JAVA_LONG, 0)));
             }
         }
     }
@@ -90,10 +95,13 @@ public final class Libraries {
      * Per-thread {@code dim3} pair for launches, so the hot path allocates nothing. An automatic
      * arena lets the collector free it with its (possibly virtual) thread.
      */
-    private static final ThreadLocal<MemorySegment[]> DIMS = ThreadLocal.withInitial(() -> {
+    private static final ThreadLocal<LaunchDims> DIMS = ThreadLocal.withInitial(() -> {
         Arena arena = Arena.ofAuto();
-        return new MemorySegment[] {dim3.allocate(arena), dim3.allocate(arena)};
+        return new LaunchDims(dim3.allocate(arena), dim3.allocate(arena));
     });
+
+    /** The two {@code dim3} a launch passes by value. */
+    private record LaunchDims(MemorySegment grid, MemorySegment block) {}
 
     /**
      * Per-thread {@code cudaLaunchConfig_t} with one attribute, programmatic stream serialization,
@@ -133,9 +141,9 @@ public final class Libraries {
     /** {@code cudaLaunchKernel}; {@code arguments} is the {@code void*[]} of parameter addresses. */
     public static void launch(MemorySegment function, int gridX, int gridY, int gridZ, int blockX, int blockY,
             int blockZ, int sharedMemBytes, MemorySegment arguments, MemorySegment stream, String kernelName) {
-        MemorySegment[] dims = DIMS.get();
-        MemorySegment grid = set(dims[0], gridX, gridY, gridZ);
-        MemorySegment block = set(dims[1], blockX, blockY, blockZ);
+        LaunchDims dims = DIMS.get();
+        MemorySegment grid = set(dims.grid(), gridX, gridY, gridZ);
+        MemorySegment block = set(dims.block(), blockX, blockY, blockZ);
         int status = cudaLaunchKernel(function, grid, block, arguments, sharedMemBytes, stream);
         if (status != Status.SUCCESS) {
             throw Status.error(status, "cudaLaunchKernel", "kernel " + kernelName);

@@ -5,48 +5,82 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * Lets the graph package reach what the root package keeps out of the public API: the lifetime
- * behind a resource and the native form of prepared kernel arguments. The root package registers
- * its accessor when {@code org.cudagraph4j.Cuda}'s resource classes initialize.
+ * What the root package lends the layers around it beyond its public API: the exceptions this
+ * package raises, and the lifetimes and native arguments the graph package needs. The JDK's own
+ * {@code jdk.internal.access.SharedSecrets} pattern, with one difference: this package sits below
+ * the root package and must not depend on it, so the interface names the root's types through its
+ * type parameters. The root package implements it with them bound ({@code RootAccessBridge}), the
+ * graph package uses it with the same binding, and the compiler checks both ends; this package
+ * sees only what they erase to.
  */
 public final class SharedSecrets {
-    /** Implemented once, in the root package. */
-    public interface RootAccess {
-        /** The lifetime behind a DeviceBuffer (its allocation's), CudaLibrary or CudaEvent. */
-        Lifetime lifetime(Object resource);
+    /** The root package's bridge, which registers itself when it initializes. */
+    private static final String BRIDGE = "org.cudagraph4j.RootAccessBridge";
 
-        /** What a launch with a KernelArguments needs alive: its kernel's library and its buffers, all open. */
-        List<Lifetime> uses(Object kernelArguments);
+    private static volatile RootAccess<?, ?, ?, ?, ?> root;
 
-        /** The {@code void*[]} of a KernelArguments. */
-        MemorySegment argumentPointers(Object kernelArguments);
+    private SharedSecrets() {}
+
+    /**
+     * Implemented once, in the root package, with the type parameters bound to its types.
+     *
+     * @param <B> the root's {@code DeviceBuffer}
+     * @param <E> the root's {@code CudaEvent}
+     * @param <K> the root's {@code CudaKernel}
+     * @param <A> the root's {@code KernelArguments}
+     * @param <X> the root's {@code CudaException}
+     */
+    public interface RootAccess<B, E, K, A extends AutoCloseable, X extends RuntimeException> {
+        /**
+         * The exception for a failed runtime call: a {@code CudaException}, or for a capture
+         * violation (900 to 908) a {@code StreamCaptureException} naming the capture that was running.
+         * The runtime's last-error slot must already be cleared.
+         */
+        X callFailed(int code, String function, String context);
+
+        /** The {@code CudaRuntimeNotFoundException} for a failed search. */
+        RuntimeException runtimeNotFound(List<String> attempts, String howToFix);
+
+        /** The lifetime behind a buffer: its allocation's. */
+        Lifetime bufferLifetime(B buffer);
+
+        /** The lifetime of an event. */
+        Lifetime eventLifetime(E event);
 
         /**
          * Checked arguments for one use on the calling thread, in a confined arena: closing a
          * shared arena costs a handshake with every thread, tens of microseconds.
          */
-        AutoCloseable temporaryArguments(Object kernel, Object[] arguments);
+        A temporaryArguments(K kernel, Object[] arguments);
+
+        /** What a launch with {@code arguments} needs alive: its kernel's library and its buffers, all open. */
+        List<Lifetime> uses(A arguments);
+
+        /** The {@code void*[]} of {@code arguments}. */
+        MemorySegment argumentPointers(A arguments);
     }
 
-    private static volatile RootAccess root;
-
-    private SharedSecrets() {}
-
-    public static void register(RootAccess access) {
+    public static void register(RootAccess<?, ?, ?, ?, ?> access) {
         root = Objects.requireNonNull(access);
     }
 
-    public static RootAccess root() {
-        RootAccess access = root;
+    /**
+     * The root package's access with its types bound by the caller. The graph package binds them
+     * once ({@code org.cudagraph4j.graph.RootSecrets}), to the types {@code RootAccessBridge}
+     * implements the interface with; that binding is the one unchecked step.
+     */
+    @SuppressWarnings("unchecked")
+    public static <B, E, K, A extends AutoCloseable, X extends RuntimeException> RootAccess<B, E, K, A, X> root() {
+        RootAccess<?, ?, ?, ?, ?> access = root;
         if (access == null) {
-            // Initializing the root package's bridge registers it.
+            // This package cannot name the bridge's class (it sits above); initializing it registers it.
             try {
-                Class.forName("org.cudagraph4j.RootAccessBridge", true, SharedSecrets.class.getClassLoader());
+                Class.forName(BRIDGE, true, SharedSecrets.class.getClassLoader());
             } catch (ClassNotFoundException e) {
                 throw new IllegalStateException(e);
             }
-            access = root;
+            access = Objects.requireNonNull(root, BRIDGE + " did not register");
         }
-        return access;
+        return (RootAccess<B, E, K, A, X>) access;
     }
 }

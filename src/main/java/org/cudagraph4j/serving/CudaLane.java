@@ -187,7 +187,7 @@ final class CudaLane implements Lane {
         model.forward(stream, bucket, in, out);
         stream.synchronize();
         // Relaxed: the engine may be started from a virtual thread, which may change carriers.
-        try (StreamCapture capture = stream.beginCapture(CaptureMode.RELAXED)) {
+        try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.RELAXED)) {
             model.forward(stream, bucket, in, out);
             return capture.end();
         }

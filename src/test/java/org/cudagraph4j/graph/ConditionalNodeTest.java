@@ -19,6 +19,7 @@ import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.Dim3;
 import org.cudagraph4j.ElementType;
 import org.cudagraph4j.GpuTest;
+import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.LaunchConfig;
 import org.cudagraph4j.LiveResources;
 import org.cudagraph4j.TestData;
@@ -64,13 +65,13 @@ class ConditionalNodeTest {
     }
 
     /** out[i] = i * scale + offset. */
-    private KernelNodeParams pattern(DeviceBuffer out, float scale, float offset) {
-        return KernelNodeParams.of(writePattern, GRID, BLOCK, 0, out, N, scale, offset);
+    private KernelLaunch pattern(DeviceBuffer out, float scale, float offset) {
+        return KernelLaunch.of(writePattern, GRID, BLOCK, 0, out, N, scale, offset);
     }
 
     /** y += a * x. */
-    private KernelNodeParams axpy(float a, DeviceBuffer x, DeviceBuffer y) {
-        return KernelNodeParams.of(saxpy, GRID, BLOCK, 0, N, a, x, y);
+    private KernelLaunch axpy(float a, DeviceBuffer x, DeviceBuffer y) {
+        return KernelLaunch.of(saxpy, GRID, BLOCK, 0, N, a, x, y);
     }
 
     private static float[] expectedPattern(float scale, float offset) {
@@ -256,7 +257,7 @@ class ConditionalNodeTest {
             CudaGraph graph;
             ConditionalNode branch;
             ConditionalNode choice;
-            try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                 ConditionalHandle condition = capture.conditionalHandle();
                 kernels.set(condition, flag).launch(stream);
                 branch = capture.ifThen(condition);
@@ -299,7 +300,7 @@ class ConditionalNodeTest {
             ones.copyFrom(filled(1f));
             sum.copyFrom(filled(0f));
             CudaGraph graph;
-            try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                 ConditionalHandle which = capture.conditionalHandle();
                 kernels.set(which, flag).launch(stream);
                 ConditionalNode branch = capture.ifThenElse(which);

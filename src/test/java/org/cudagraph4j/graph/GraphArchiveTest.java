@@ -22,6 +22,7 @@ import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.Dim3;
 import org.cudagraph4j.GpuTest;
+import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.LiveResources;
 import org.cudagraph4j.TestData;
 import org.cudagraph4j.graph.GraphArchive.KernelNode;
@@ -78,7 +79,7 @@ class GraphArchiveTest {
                 DeviceBuffer x2 = TestData.upload(device, x); DeviceBuffer y2 = device.allocateFloats(batch * features)) {
             Linear layer = new Linear(kernels, dw, db, features, features);
             CudaGraph graph;
-            try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                 layer.forward(stream, batch, dx, dy, Linear.Mode.UNFUSED);
                 graph = capture.end();
             }
@@ -113,7 +114,7 @@ class GraphArchiveTest {
         float[] here;
         try (ArchivedMlp model = new ArchivedMlp(device, seed)) {
             CudaGraph graph;
-            try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                 model.mlp.forward(stream, ArchivedMlp.BATCH, model.x, model.y, Linear.Mode.FUSED);
                 graph = capture.end();
             }
@@ -145,13 +146,13 @@ class GraphArchiveTest {
                 CudaEvent done = device.createEvent(); CudaEvent done2 = device.createEvent();
                 CudaGraph graph = CudaGraph.create()) {
             GraphNode clear = graph.addMemset(b, 0);
-            GraphNode write = graph.addKernel(KernelNodeParams.of(writePattern, Dim3.of(17), Dim3.of(256), 0,
+            GraphNode write = graph.addKernel(KernelLaunch.of(writePattern, Dim3.of(17), Dim3.of(256), 0,
                     a, N, 0.5f, 1f), clear);
-            GraphNode add = graph.addKernel(KernelNodeParams.of(saxpy, Dim3.of(17), Dim3.of(256), 0, N, 2f, a, b),
+            GraphNode add = graph.addKernel(KernelLaunch.of(saxpy, Dim3.of(17), Dim3.of(256), 0, N, 2f, a, b),
                     write);
             // A programmatic edge to a kernel that touches nothing the first one does, so the result
             // does not depend on how far they overlap.
-            GraphNode mark = graph.addKernel(KernelNodeParams.of(writePattern, Dim3.of(17), Dim3.of(256), 0,
+            GraphNode mark = graph.addKernel(KernelLaunch.of(writePattern, Dim3.of(17), Dim3.of(256), 0,
                     c, N, -1f, 7f));
             graph.addProgrammaticDependency(add, mark);
             GraphNode half = graph.addMemcpy(a.slice(0, N / 2), b.slice(N / 2, N / 2), add);
@@ -192,7 +193,7 @@ class GraphArchiveTest {
     void saveRefusesWhatItCannotRepresentNamingTheNodeAndParameter() {
         try (DeviceBuffer bound = device.allocateFloats(N); DeviceBuffer loose = device.allocateFloats(N);
                 CudaGraph graph = CudaGraph.create(); CudaGraph child = CudaGraph.create()) {
-            graph.addKernel(KernelNodeParams.of(saxpy, Dim3.of(1), Dim3.of(32), 0, N, 1f, bound, loose));
+            graph.addKernel(KernelLaunch.of(saxpy, Dim3.of(1), Dim3.of(32), 0, N, 1f, bound, loose));
             GraphArchiveException unbound = assertThrows(GraphArchiveException.class,
                     () -> GraphArchive.of(graph, new GraphBindings().buffer("x", bound)));
             assertEquals(Reason.UNBOUND_POINTER, unbound.reason());
@@ -209,7 +210,7 @@ class GraphArchiveTest {
                         node.getMessage());
             }
             try (CudaGraph raw = CudaGraph.create()) {
-                raw.addKernel(KernelNodeParams.of(saxpy, Dim3.of(1), Dim3.of(32), 0, N, 1f, bound.address(), bound));
+                raw.addKernel(KernelLaunch.of(saxpy, Dim3.of(1), Dim3.of(32), 0, N, 1f, bound.address(), bound));
                 GraphArchiveException address = assertThrows(GraphArchiveException.class,
                         () -> GraphArchive.of(raw, new GraphBindings().buffer("x", bound)));
                 assertEquals(Reason.UNSUPPORTED, address.reason());
@@ -225,7 +226,7 @@ class GraphArchiveTest {
                 DeviceBuffer small = device.allocateFloats(N - 1); CudaGraph graph = CudaGraph.create();
                 ShippedKernels shipped = ShippedKernels.load(device)) {
             CudaLibrary other = shipped.library();
-            graph.addKernel(KernelNodeParams.of(saxpy, Dim3.of(17), Dim3.of(256), 0, N, 3f, x, y));
+            graph.addKernel(KernelLaunch.of(saxpy, Dim3.of(17), Dim3.of(256), 0, N, 3f, x, y));
             GraphArchive archive = GraphArchive.fromBytes(GraphArchive.save(graph,
                     GraphBindings.of(Map.of("x", x, "y", y))));
             GraphBindings both = new GraphBindings().buffer("x", x).buffer("y", y);

@@ -3,6 +3,7 @@ package org.cudagraph4j.graph;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import org.cudagraph4j.CaptureStatus;
 import org.cudagraph4j.CudaEvent;
 import org.cudagraph4j.cudart.cudart_h;
 import org.junit.jupiter.api.Test;

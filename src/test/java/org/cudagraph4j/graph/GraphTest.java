@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import org.cudagraph4j.CaptureStatus;
 import org.cudagraph4j.Cuda;
 import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaError;
@@ -19,7 +20,9 @@ import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.Dim3;
 import org.cudagraph4j.GpuTest;
+import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.LaunchConfig;
+import org.cudagraph4j.StreamCaptureException;
 import org.cudagraph4j.TestData;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -75,7 +78,7 @@ class GraphTest {
             dx.memset(0xFF);
             dy.copyFrom(y);
             CudaGraph graph;
-            try (StreamCapture capture = stream.beginCapture(mode)) {
+            try (StreamCapture capture = StreamCapture.begin(stream, mode)) {
                 assertEquals(CaptureStatus.ACTIVE, stream.captureStatus());
                 assertTrue(stream.captureId().isPresent());
                 writePattern.launch(config(stream), dx, N, 0.5f, 1.25f);
@@ -96,7 +99,7 @@ class GraphTest {
     @Test
     void synchronizingTheCapturingStreamIsATypedErrorAndTheStreamRecovers() {
         StreamCaptureException e;
-        try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+        try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
             e = assertThrows(StreamCaptureException.class, stream::synchronize);
         }
         assertTrue(e.error().isCaptureError(), e.getMessage());
@@ -110,7 +113,7 @@ class GraphTest {
     void allocatingDuringAGlobalCaptureIsATypedErrorAndEndReportsTheInvalidation() {
         StreamCaptureException refused;
         StreamCaptureException ended;
-        try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+        try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
             refused = assertThrows(StreamCaptureException.class, () -> device.allocateFloats(16));
             ended = assertThrows(StreamCaptureException.class, capture::end);
         }
@@ -124,7 +127,7 @@ class GraphTest {
     void relaxedCaptureAllowsAllocation() {
         try (DeviceBuffer out = device.allocateFloats(16)) {
             CudaGraph graph;
-            try (StreamCapture capture = stream.beginCapture(CaptureMode.RELAXED);
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.RELAXED);
                     DeviceBuffer scratch = device.allocateFloats(16)) {
                 writePattern.launch(config(stream), scratch, 16, 1f, 0f);
                 // out += scratch, by a kernel: initcheck checks a graph's memcpy source at launch,
@@ -155,7 +158,7 @@ class GraphTest {
             a.memset(0xFF);
             b.memset(0xFF);
             CudaGraph graph;
-            try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                 fork.record(stream);
                 side.waitFor(fork);
                 assertEquals(CaptureStatus.ACTIVE, side.captureStatus());
@@ -192,11 +195,11 @@ class GraphTest {
                 DeviceBuffer out = device.allocateFloats(N)) {
             dy.copyFrom(y);
             out.memset(0);
-            child.addKernel(KernelNodeParams.of(saxpy, Dim3.of(40), Dim3.of(256), 0, N, 2.0f, dx, dy));
+            child.addKernel(KernelLaunch.of(saxpy, Dim3.of(40), Dim3.of(256), 0, N, 2.0f, dx, dy));
 
             GraphNode poison = graph.addMemset(dx, 0xFF);
             GraphNode write = graph.addKernel(
-                    KernelNodeParams.of(writePattern, Dim3.of(40), Dim3.of(256), 0, dx, N, 0.5f, 3f), poison);
+                    KernelLaunch.of(writePattern, Dim3.of(40), Dim3.of(256), 0, dx, N, 0.5f, 3f), poison);
             GraphNode join = graph.addEmpty(write);
             GraphNode nested = graph.addChildGraph(child, join);
             GraphNode copy = graph.addMemcpy(out, dy, nested);
@@ -268,7 +271,7 @@ class GraphTest {
         try (DeviceBuffer dx = device.allocateFloats(N); DeviceBuffer dy = device.allocateFloats(N);
                 CudaGraph graph = pair(dx, dy, 2.0f); GraphExec exec = graph.instantiate()) {
             GraphNode axpy = graph.nodes().get(1);
-            KernelNodeParams original = axpy.kernelParams().orElseThrow();
+            KernelLaunch original = axpy.kernelParams().orElseThrow();
             exec.updateKernelNode(axpy, original.withArguments(N, 5.0f, dx, dy));
             GraphNode write = graph.nodes().get(0);
             exec.updateKernelNode(write, write.kernelParams().orElseThrow().withLaunchShape(Dim3.of(3), Dim3.of(128), 0));
@@ -292,7 +295,7 @@ class GraphTest {
     void describeDrawsACapturedTwoKernelGraph(@TempDir Path dir) throws Exception {
         try (DeviceBuffer dx = device.allocateFloats(N); DeviceBuffer dy = device.allocateFloats(N)) {
             CudaGraph graph;
-            try (StreamCapture capture = stream.beginCapture(CaptureMode.THREAD_LOCAL)) {
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.THREAD_LOCAL)) {
                 writePattern.launch(LaunchConfig.of(Dim3.of(32, 20), Dim3.of(64), 19200, stream), dx, N, 1f, 0f);
                 saxpy.launch(LaunchConfig.of(Dim3.of(256, 2), Dim3.of(8, 32), 0, stream), N, 1f, dx, dy);
                 graph = capture.end();
@@ -329,7 +332,7 @@ class GraphTest {
         // the kernel node upstream of it has run, and would call a fresh dx uninitialized.
         dx.memset(0xFF);
         CudaGraph graph = CudaGraph.create();
-        graph.addKernel(KernelNodeParams.of(ownLibrary.kernel("write_pattern"), Dim3.of(40), Dim3.of(256), 0,
+        graph.addKernel(KernelLaunch.of(ownLibrary.kernel("write_pattern"), Dim3.of(40), Dim3.of(256), 0,
                 dx, N, 1f, 7f));
         graph.addMemcpy(dy, dx, graph.nodes().get(0));
         try (GraphExec exec = graph.instantiate()) {
@@ -356,11 +359,11 @@ class GraphTest {
             assertTrue(foreign.getMessage().endsWith("belongs to another graph"));
             IllegalStateException notKernel = assertThrows(IllegalStateException.class, inA::kernelInfo);
             assertEquals("node 0 is a EMPTY node, not KERNEL", notKernel.getMessage());
-            StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL);
+            StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL);
             capture.end().close();
             assertThrows(IllegalStateException.class, capture::end);
             IllegalArgumentException wrongArgs = assertThrows(IllegalArgumentException.class, () -> a.addKernel(
-                    KernelNodeParams.of(saxpy, Dim3.of(1), Dim3.of(1), 0, N, 2.0)));
+                    KernelLaunch.of(saxpy, Dim3.of(1), Dim3.of(1), 0, N, 2.0)));
             assertTrue(wrongArgs.getMessage().startsWith("kernel saxpy takes 4 parameters"), wrongArgs.getMessage());
         }
     }
@@ -368,9 +371,9 @@ class GraphTest {
     /** write x[i] = i + 0.5; then y = a*x + y. */
     private CudaGraph pair(DeviceBuffer dx, DeviceBuffer dy, float a) {
         CudaGraph graph = CudaGraph.create();
-        GraphNode write = graph.addKernel(KernelNodeParams.of(writePattern, Dim3.of(40), Dim3.of(256), 0,
+        GraphNode write = graph.addKernel(KernelLaunch.of(writePattern, Dim3.of(40), Dim3.of(256), 0,
                 dx, N, 1f, 0.5f));
-        graph.addKernel(KernelNodeParams.of(saxpy, Dim3.of(40), Dim3.of(256), 0, N, a, dx, dy), write);
+        graph.addKernel(KernelLaunch.of(saxpy, Dim3.of(40), Dim3.of(256), 0, N, a, dx, dy), write);
         return graph;
     }
 

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.SymbolLookup;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -78,6 +79,9 @@ class CudartLoaderTest {
         assertTrue(CudartLoader.loadedFrom().orElseThrow().contains("libcudart.so.13"));
         assertTrue(CudartLoader.loadedFile().orElseThrow().isAbsolute());
         assertTrue(CudartLoader.loadedFile().orElseThrow().getFileName().toString().startsWith("libcudart.so.13"));
-        assertTrue(CudartLoader.symbolLookup().find("cudaGraphLaunch").isPresent());
+        assertTrue(CudartLoader.ensureLoaded().find("cudaGraphLaunch").isPresent());
+        // What the generated bindings resolve through: this class loader's System.load'ed libraries.
+        assertTrue(SymbolLookup.loaderLookup().find("cudaGraphLaunch").isPresent(),
+                "libcudart.so.13 is not System.load'ed into the bindings' class loader");
     }
 }

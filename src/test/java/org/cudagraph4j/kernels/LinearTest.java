@@ -75,7 +75,7 @@ class LinearTest {
                 DeviceBuffer dy = device.allocateFloats((long) batch * out)) {
             Linear layer = new Linear(kernels, dw, db, in, out).withEpilogueGrid(Dim3.of(256, 2));
             CudaGraph graph;
-            try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                 layer.forward(stream, batch, dx, dy, Linear.Mode.UNFUSED);
                 graph = capture.end();
             }

@@ -235,7 +235,7 @@ class SplitKTest {
                     Reference.assertClose(expected, dy.toFloatArray(), mode + " " + TestData.seedDescription(seed));
                 }
                 CudaGraph graph;
-                try (StreamCapture capture = stream.beginCapture(CaptureMode.THREAD_LOCAL)) {
+                try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.THREAD_LOCAL)) {
                     mlp.forward(stream, batch, dx, dy, Linear.Mode.FUSED);
                     graph = capture.end();
                 }
@@ -309,7 +309,7 @@ class SplitKTest {
                     GemmConfig planned = kernels.sgemm().tuned(batch, width, width, true,
                             GemmConfig.Epilogue.BIAS_RELU);
                     CudaGraph graph;
-                    try (StreamCapture capture = stream.beginCapture(CaptureMode.THREAD_LOCAL)) {
+                    try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.THREAD_LOCAL)) {
                         mlp.forward(stream, batch, x, y, Linear.Mode.FUSED);
                         graph = capture.end();
                     }
@@ -336,7 +336,7 @@ class SplitKTest {
                         .withProgrammaticDependentLaunch(), new Linear(kernels, w, bias, width, width)
                         .withProgrammaticDependentLaunch()), 8)) {
             CudaGraph graph;
-            try (StreamCapture capture = stream.beginCapture(CaptureMode.THREAD_LOCAL)) {
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.THREAD_LOCAL)) {
                 mlp.forward(stream, 8, x, y, Linear.Mode.FUSED);
                 graph = capture.end();
             }
@@ -373,10 +373,10 @@ class SplitKTest {
             org.cudagraph4j.CudaKernel kernel = kernels.library().kernel(config.kernelName());
             org.cudagraph4j.Dim3 block = org.cudagraph4j.Dim3.of(config.threads());
             try (CudaGraph graph = CudaGraph.create()) {
-                var first = graph.addKernel(org.cudagraph4j.graph.KernelNodeParams.of(kernel, config.grid(batch, width),
+                var first = graph.addKernel(org.cudagraph4j.KernelLaunch.of(kernel, config.grid(batch, width),
                         block, config.sharedMemBytes(), batch, width, width, x, width, w, width, bias, h, width,
                         workspace.partials(), workspace.tickets()));
-                var second = graph.addKernel(org.cudagraph4j.graph.KernelNodeParams.of(kernel,
+                var second = graph.addKernel(org.cudagraph4j.KernelLaunch.of(kernel,
                         config.grid(batch, width), block, config.sharedMemBytes(), batch, width, width, h, width, w,
                         width, bias, y, width, workspace.partials(), workspace.tickets()));
                 var edge = graph.addProgrammaticDependency(first, second);
@@ -391,10 +391,10 @@ class SplitKTest {
                 assertTrue(notKernel.getMessage().contains("is a MEMSET node"), notKernel.getMessage());
             }
             try (CudaGraph graph = CudaGraph.create()) {
-                var first = graph.addKernel(org.cudagraph4j.graph.KernelNodeParams.of(kernel, config.grid(batch, width),
+                var first = graph.addKernel(org.cudagraph4j.KernelLaunch.of(kernel, config.grid(batch, width),
                         block, config.sharedMemBytes(), batch, width, width, x, width, w, width, bias, h, width,
                         workspace.partials(), workspace.tickets()));
-                var second = graph.addKernel(org.cudagraph4j.graph.KernelNodeParams.of(kernel,
+                var second = graph.addKernel(org.cudagraph4j.KernelLaunch.of(kernel,
                         config.grid(batch, width), block, config.sharedMemBytes(), batch, width, width, h, width, w,
                         width, bias, y, width, workspace.partials(), workspace.tickets()));
                 graph.addProgrammaticDependency(first, second);
@@ -437,7 +437,7 @@ class SplitKTest {
     private static void assertGraphReplaysGive(int[] expected, Runnable work, DeviceBuffer output, int replays,
             String what) {
         CudaGraph graph;
-        try (StreamCapture capture = stream.beginCapture(CaptureMode.THREAD_LOCAL)) {
+        try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.THREAD_LOCAL)) {
             work.run();
             graph = capture.end();
         }

@@ -23,6 +23,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.cudagraph4j.CudaException;
+import org.cudagraph4j.InjectedErrors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -173,9 +174,9 @@ class InferenceEngineTest {
     void aCudaErrorFailsExactlyItsBatchAndAStickyOneMakesTheEngineUnhealthy() throws Exception {
         List<FakeLane> lanes = lanes(1);
         FakeLane lane = lanes.get(0);
-        CudaException recoverable = new CudaException("cudaGraphLaunch", 1, "cudaErrorInvalidValue", "invalid argument",
+        CudaException recoverable = InjectedErrors.cudaException("cudaGraphLaunch", 1, "cudaErrorInvalidValue", "invalid argument",
                 "injected");
-        CudaException sticky = new CudaException("cudaStreamSynchronize", 700, "cudaErrorIllegalAddress",
+        CudaException sticky = InjectedErrors.cudaException("cudaStreamSynchronize", 700, "cudaErrorIllegalAddress",
                 "an illegal memory access was encountered", "injected");
         lane.failure = input -> input[0] == 5000f ? recoverable : input[0] == 6000f ? sticky : null;
         try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes,

@@ -7,6 +7,7 @@ import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.ElementType;
+import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.PinnedBuffer;
 import org.cudagraph4j.Cuda;
 import org.cudagraph4j.graph.ConditionalHandle;
@@ -15,7 +16,6 @@ import org.cudagraph4j.graph.ConditionalNode;
 import org.cudagraph4j.graph.CudaGraph;
 import org.cudagraph4j.graph.GraphExec;
 import org.cudagraph4j.graph.GraphNode;
-import org.cudagraph4j.graph.KernelNodeParams;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -113,7 +113,7 @@ public class ConditionalGraphs {
 
         private void chain(CudaGraph graph, int length) {
             GraphNode previous = null;
-            KernelNodeParams empty = KernelNodeParams.of(gpu.empty, Gpu.ONE, Gpu.ONE, 0);
+            KernelLaunch empty = KernelLaunch.of(gpu.empty, Gpu.ONE, Gpu.ONE, 0);
             for (int i = 0; i < length; i++) {
                 previous = previous == null ? graph.addKernel(empty) : graph.addKernel(empty, previous);
             }
@@ -159,7 +159,7 @@ public class ConditionalGraphs {
             kernels = ConditionalKernels.load();
             remaining = gpu.device.allocate(ElementType.INT32, 1);
             hostFlag = Cuda.allocatePinned(Integer.BYTES);
-            KernelNodeParams empty = KernelNodeParams.of(gpu.empty, Gpu.ONE, Gpu.ONE, 0);
+            KernelLaunch empty = KernelLaunch.of(gpu.empty, Gpu.ONE, Gpu.ONE, 0);
             try (CudaGraph graph = CudaGraph.create()) {
                 ConditionalHandle more = graph.conditionalHandle();
                 ConditionalNode loop = graph.whileLoop(more, graph.addKernel(kernels.set(more, remaining)));

@@ -44,7 +44,7 @@ final class Gpu implements AutoCloseable {
 
     /** A chain of {@code n} empty-kernel nodes, captured from {@code n} launches. */
     CudaGraph captureEmptyChain(int n) {
-        try (StreamCapture capture = stream.beginCapture(CaptureMode.GLOBAL)) {
+        try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
             for (int i = 0; i < n; i++) {
                 empty.launch(emptyLaunch, noArguments);
             }

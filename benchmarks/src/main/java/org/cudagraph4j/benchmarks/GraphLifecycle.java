@@ -2,10 +2,10 @@ package org.cudagraph4j.benchmarks;
 
 import java.util.concurrent.TimeUnit;
 import org.cudagraph4j.Dim3;
+import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.graph.CudaGraph;
 import org.cudagraph4j.graph.GraphExec;
 import org.cudagraph4j.graph.GraphNode;
-import org.cudagraph4j.graph.KernelNodeParams;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -41,7 +41,7 @@ public class GraphLifecycle {
     private CudaGraph twin;
     private GraphExec exec;
     private GraphNode middle;
-    private KernelNodeParams[] shapes;
+    private KernelLaunch[] shapes;
     private int flip;
     private CudaGraph captured;
     private GraphExec instantiated;
@@ -53,8 +53,8 @@ public class GraphLifecycle {
         twin = gpu.captureEmptyChain(nodes);
         exec = template.instantiate();
         middle = template.nodes().get(nodes / 2);
-        KernelNodeParams params = middle.kernelParams().orElseThrow();
-        shapes = new KernelNodeParams[] {params.withLaunchShape(Dim3.of(2), Gpu.ONE, 0), params};
+        KernelLaunch params = middle.kernelParams().orElseThrow();
+        shapes = new KernelLaunch[] {params.withLaunchShape(Dim3.of(2), Gpu.ONE, 0), params};
     }
 
     @TearDown(Level.Invocation)

@@ -79,7 +79,7 @@ public class MlpForward {
         mlp = new Mlp(kernels, layers, batch);
         x = random(batch * width, 1.0, random);
         y = gpu.device.allocateFloats((long) batch * width);
-        try (StreamCapture capture = gpu.stream.beginCapture(CaptureMode.GLOBAL)) {
+        try (StreamCapture capture = StreamCapture.begin(gpu.stream, CaptureMode.GLOBAL)) {
             mlp.forward(gpu.stream, batch, x, y, Linear.Mode.FUSED);
             graph = capture.end();
         }

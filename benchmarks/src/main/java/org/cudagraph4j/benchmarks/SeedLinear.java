@@ -131,7 +131,7 @@ public class SeedLinear {
     }
 
     private CudaGraph capture(Linear.Mode mode) {
-        try (StreamCapture capture = gpu.stream.beginCapture(CaptureMode.GLOBAL)) {
+        try (StreamCapture capture = StreamCapture.begin(gpu.stream, CaptureMode.GLOBAL)) {
             forward(gpu.stream, mode);
             return capture.end();
         }

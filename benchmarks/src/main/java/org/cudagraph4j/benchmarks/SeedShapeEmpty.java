@@ -48,7 +48,7 @@ public class SeedShapeEmpty {
         gpu = new Gpu();
         gemmShape = LaunchConfig.of(Dim3.of(32, 20), Dim3.of(64), 19200, gpu.stream);
         epilogueShape = LaunchConfig.of(Dim3.of(256, 2), Dim3.of(8, 32), 0, gpu.stream);
-        try (StreamCapture capture = gpu.stream.beginCapture(CaptureMode.GLOBAL)) {
+        try (StreamCapture capture = StreamCapture.begin(gpu.stream, CaptureMode.GLOBAL)) {
             forward();
             graph = capture.end();
         }

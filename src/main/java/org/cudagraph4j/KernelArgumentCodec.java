@@ -1,4 +1,4 @@
-package org.cudagraph4j.internal;
+package org.cudagraph4j;
 
 import static java.lang.foreign.ValueLayout.JAVA_BOOLEAN;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
@@ -10,8 +10,6 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
-import org.cudagraph4j.DeviceBuffer;
-import org.cudagraph4j.KernelParameter;
 
 /**
  * Checks Java kernel arguments against a kernel's parameter info and writes them in the form
@@ -19,9 +17,9 @@ import org.cudagraph4j.KernelParameter;
  * C equivalents ({@code int}, {@code float}, {@code long long}, {@code double}, {@code short},
  * {@code char}, {@code bool}).
  */
-public final class KernelArgumentCodec {
+final class KernelArgumentCodec {
     /** Every argument gets a slot this large and this aligned; no scalar parameter is larger. */
-    public static final long SLOT_BYTES = 8;
+    static final long SLOT_BYTES = 8;
 
     private KernelArgumentCodec() {}
 
@@ -29,7 +27,7 @@ public final class KernelArgumentCodec {
      * Throws {@link IllegalArgumentException} naming the kernel and the parameter unless
      * {@code arguments} match {@code parameters} in count and in size.
      */
-    public static void check(String kernel, List<KernelParameter> parameters, Object[] arguments) {
+    static void check(String kernel, List<KernelParameter> parameters, Object[] arguments) {
         if (arguments.length != parameters.size()) {
             throw new IllegalArgumentException("kernel " + kernel + " takes " + parameters.size()
                     + " parameter" + (parameters.size() == 1 ? "" : "s") + " but " + arguments.length
@@ -41,7 +39,7 @@ public final class KernelArgumentCodec {
     }
 
     /** Checks one argument against its parameter. */
-    public static void check(String kernel, KernelParameter parameter, Object argument) {
+    static void check(String kernel, KernelParameter parameter, Object argument) {
         int index = parameter.index();
         if (argument == null) {
             throw new IllegalArgumentException("kernel " + kernel + ", parameter " + index + ": argument is null");
@@ -59,7 +57,7 @@ public final class KernelArgumentCodec {
     }
 
     /** Writes one argument at the start of {@code slot}. */
-    public static void write(MemorySegment slot, Object argument) {
+    static void write(MemorySegment slot, Object argument) {
         switch (argument) {
             case DeviceBuffer buffer -> slot.set(JAVA_LONG, 0, buffer.address());
             case Integer value -> slot.set(JAVA_INT, 0, value);

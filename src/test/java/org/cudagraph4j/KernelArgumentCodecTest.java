@@ -1,4 +1,4 @@
-package org.cudagraph4j.internal;
+package org.cudagraph4j;
 
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -8,7 +8,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
-import org.cudagraph4j.KernelParameter;
 import org.junit.jupiter.api.Test;
 
 class KernelArgumentCodecTest {

@@ -1,17 +1,16 @@
-package org.cudagraph4j.graph;
+package org.cudagraph4j;
 
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
-import org.cudagraph4j.CudaKernel;
-import org.cudagraph4j.CudaStream;
-import org.cudagraph4j.Dim3;
-import org.cudagraph4j.LaunchConfig;
 
 /**
- * What a kernel node launches: the kernel, its launch shape and its arguments. Arguments are
- * checked against the kernel's parameter info when the node is added or updated.
+ * One kernel launch, described once: the kernel, its launch shape and its arguments. The same
+ * value launches eagerly ({@link #launch(CudaStream)}), is what a captured launch records, and is
+ * what a graph's kernel node launches ({@code CudaGraph.addKernel}, {@code GraphNode.kernelParams},
+ * {@code GraphExec.updateKernelNode} in {@link org.cudagraph4j.graph}). Arguments are checked
+ * against the kernel's parameter info when it launches, or when a node is added or updated.
  *
  * @param kernel the kernel
  * @param grid blocks in the grid
@@ -19,7 +18,7 @@ import org.cudagraph4j.LaunchConfig;
  * @param sharedMemBytes dynamic shared memory per block
  * @param arguments the arguments, as for {@link CudaKernel#launch(LaunchConfig, Object...)}
  */
-public record KernelNodeParams(CudaKernel kernel, Dim3 grid, Dim3 block, int sharedMemBytes, List<Object> arguments) {
+public record KernelLaunch(CudaKernel kernel, Dim3 grid, Dim3 block, int sharedMemBytes, List<Object> arguments) {
     /**
      * Checks the launch shape and copies the arguments into an unmodifiable list, nulls kept.
      *
@@ -27,7 +26,7 @@ public record KernelNodeParams(CudaKernel kernel, Dim3 grid, Dim3 block, int sha
      * @throws IllegalArgumentException if {@code block} has more than {@link LaunchConfig#MAX_THREADS_PER_BLOCK}
      *     threads or {@code sharedMemBytes} is negative
      */
-    public KernelNodeParams {
+    public KernelLaunch {
         Objects.requireNonNull(kernel, "kernel");
         Objects.requireNonNull(grid, "grid");
         Objects.requireNonNull(block, "block");
@@ -55,9 +54,9 @@ public record KernelNodeParams(CudaKernel kernel, Dim3 grid, Dim3 block, int sha
      * @throws NullPointerException if {@code kernel}, {@code grid} or {@code block} is null
      * @throws IllegalArgumentException if {@code block} is too large or {@code sharedMemBytes} is negative
      */
-    public static KernelNodeParams of(CudaKernel kernel, Dim3 grid, Dim3 block, int sharedMemBytes,
+    public static KernelLaunch of(CudaKernel kernel, Dim3 grid, Dim3 block, int sharedMemBytes,
             Object... arguments) {
-        return new KernelNodeParams(kernel, grid, block, sharedMemBytes, Arrays.asList(arguments));
+        return new KernelLaunch(kernel, grid, block, sharedMemBytes, Arrays.asList(arguments));
     }
 
     /**
@@ -66,8 +65,8 @@ public record KernelNodeParams(CudaKernel kernel, Dim3 grid, Dim3 block, int sha
      * @param newArguments the arguments, as for {@link CudaKernel#launch(LaunchConfig, Object...)}
      * @return a copy with {@code newArguments}; this record is unchanged
      */
-    public KernelNodeParams withArguments(Object... newArguments) {
-        return new KernelNodeParams(kernel, grid, block, sharedMemBytes, Arrays.asList(newArguments));
+    public KernelLaunch withArguments(Object... newArguments) {
+        return new KernelLaunch(kernel, grid, block, sharedMemBytes, Arrays.asList(newArguments));
     }
 
     /**
@@ -80,8 +79,8 @@ public record KernelNodeParams(CudaKernel kernel, Dim3 grid, Dim3 block, int sha
      * @throws NullPointerException if {@code newGrid} or {@code newBlock} is null
      * @throws IllegalArgumentException if {@code newBlock} is too large or {@code newSharedMemBytes} is negative
      */
-    public KernelNodeParams withLaunchShape(Dim3 newGrid, Dim3 newBlock, int newSharedMemBytes) {
-        return new KernelNodeParams(kernel, newGrid, newBlock, newSharedMemBytes, arguments);
+    public KernelLaunch withLaunchShape(Dim3 newGrid, Dim3 newBlock, int newSharedMemBytes) {
+        return new KernelLaunch(kernel, newGrid, newBlock, newSharedMemBytes, arguments);
     }
 
     /**

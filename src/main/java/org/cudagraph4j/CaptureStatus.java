@@ -1,8 +1,9 @@
-package org.cudagraph4j.graph;
+package org.cudagraph4j;
 
-import org.cudagraph4j.CudaEnum;
-
-/** Whether a stream is capturing ({@code cudaStreamCaptureStatus}). */
+/**
+ * Whether a stream is capturing ({@code cudaStreamCaptureStatus}), as {@link CudaStream#captureStatus()}
+ * reports it. Captures begin with {@link org.cudagraph4j.graph.StreamCapture#begin}.
+ */
 public enum CaptureStatus implements CudaEnum {
     /** The stream is not capturing. */
     NONE(0),

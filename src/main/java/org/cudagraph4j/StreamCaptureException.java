@@ -1,13 +1,13 @@
-package org.cudagraph4j.graph;
-
-import org.cudagraph4j.CudaException;
+package org.cudagraph4j;
 
 /**
  * An operation that is illegal during stream capture was attempted (CUDA errors 900 to 908), or a
  * capture ended invalidated because of one. The message names the capture that was running.
  *
- * <p>The stream that was capturing becomes usable again once its {@link StreamCapture} is closed,
- * which try-with-resources does.
+ * <p>The stream that was capturing becomes usable again once its
+ * {@link org.cudagraph4j.graph.StreamCapture} is closed, which try-with-resources does. Any call can
+ * raise it, not only graph calls: a {@code cudaMalloc} on a capturing stream's device is illegal in a
+ * global capture, for example.
  */
 public final class StreamCaptureException extends CudaException {
     private static final long serialVersionUID = 1L;
@@ -21,7 +21,7 @@ public final class StreamCaptureException extends CudaException {
      * @param cause the failed call
      * @param capture the capture(s) running at the time, described
      */
-    public StreamCaptureException(CudaException cause, String capture) {
+    StreamCaptureException(CudaException cause, String capture) {
         super(cause, "while capturing: " + capture);
         this.capture = capture;
     }

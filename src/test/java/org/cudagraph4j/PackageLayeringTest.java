@@ -1,0 +1,118 @@
+package org.cudagraph4j;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.spi.ToolProvider;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Dependencies between the library's packages point one way, down this order:
+ * {@code cudart ← internal ← root ← graph ← kernels ← serving}. A package may use its own classes
+ * and those of any package below it, never one above; with a total order, that also rules out every
+ * cycle. The same check by hand: {@code jdeps -verbose:package -filter:none target/classes}.
+ *
+ * <p>Tagged {@code build}: it runs jdeps from the JDK, which the GPU bundle's runtime leaves out.
+ */
+@Tag("build")
+class PackageLayeringTest {
+    /** Bottom first. */
+    static final List<String> LAYERS = List.of("org.cudagraph4j.cudart", "org.cudagraph4j.internal",
+            "org.cudagraph4j", "org.cudagraph4j.graph", "org.cudagraph4j.kernels", "org.cudagraph4j.serving");
+
+    /** One line of {@code jdeps -verbose:class}: {@code    a.b.From -> c.d.To    where}. */
+    private static final Pattern EDGE = Pattern.compile("^\\s+(org\\.cudagraph4j\\.[\\w.$]+)\\s+->\\s+(\\S+)\\s");
+
+    /** A class-level dependency of the library on one of its own classes. */
+    record Edge(String from, String to) {
+        String fromPackage() {
+            return packageOf(from);
+        }
+
+        String toPackage() {
+            return packageOf(to);
+        }
+    }
+
+    @Test
+    void everyDependencyPointsDownTheLayers() throws Exception {
+        List<Edge> edges = edges();
+
+        assertTrue(edges.size() > 100, "jdeps reported " + edges.size() + " dependencies between the library's classes");
+        assertTrue(edges.contains(new Edge("org.cudagraph4j.internal.Status", "org.cudagraph4j.cudart.cudart_h")),
+                "the parser reads jdeps' lines");
+        List<String> violations = violations(edges);
+        assertTrue(violations.isEmpty(), () -> "dependencies must point down " + String.join(" <- ", LAYERS)
+                + ":\n  " + String.join("\n  ", violations));
+    }
+
+    @Test
+    void anUpwardDependencyIsNamedWithItsClasses() {
+        List<Edge> edges = List.of(
+                new Edge("org.cudagraph4j.graph.CudaGraph", "org.cudagraph4j.CudaStream"),
+                new Edge("org.cudagraph4j.CudaStream", "org.cudagraph4j.graph.StreamCapture"),
+                new Edge("org.cudagraph4j.cudart.cudart_h", "org.cudagraph4j.internal.CudartLoader"),
+                new Edge("org.cudagraph4j.extra.Thing", "org.cudagraph4j.CudaStream"));
+
+        assertEquals(List.of(
+                "org.cudagraph4j -> org.cudagraph4j.graph: org.cudagraph4j.CudaStream uses"
+                        + " org.cudagraph4j.graph.StreamCapture",
+                "org.cudagraph4j.cudart -> org.cudagraph4j.internal: org.cudagraph4j.cudart.cudart_h uses"
+                        + " org.cudagraph4j.internal.CudartLoader",
+                "org.cudagraph4j.extra is not in PackageLayeringTest.LAYERS: place it in the order"),
+                violations(edges));
+    }
+
+    /** What breaks the order: each upward edge, and each package the order does not place. */
+    static List<String> violations(List<Edge> edges) {
+        List<String> violations = new ArrayList<>();
+        Set<String> unplaced = new TreeSet<>();
+        for (Edge edge : edges) {
+            int from = LAYERS.indexOf(edge.fromPackage());
+            int to = LAYERS.indexOf(edge.toPackage());
+            if (from < 0 || to < 0) {
+                unplaced.add(from < 0 ? edge.fromPackage() : edge.toPackage());
+            } else if (to > from) {
+                violations.add(edge.fromPackage() + " -> " + edge.toPackage() + ": " + edge.from() + " uses "
+                        + edge.to());
+            }
+        }
+        unplaced.forEach(pkg -> violations.add(pkg + " is not in PackageLayeringTest.LAYERS: place it in the order"));
+        return violations;
+    }
+
+    /** Every dependency of a library class on a library class, from jdeps. */
+    static List<Edge> edges() throws Exception {
+        ToolProvider jdeps = ToolProvider.findFirst("jdeps")
+                .orElseThrow(() -> new AssertionError("this runtime has no jdeps (module jdk.jdeps)"));
+        Path classes = Path.of(CudaLibrary.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int status = jdeps.run(new PrintWriter(out), new PrintWriter(err), "-verbose:class", "-filter:none",
+                classes.toString());
+        assertEquals(0, status, "jdeps failed: " + err);
+        List<Edge> edges = new ArrayList<>();
+        for (String line : out.toString().split("\n")) {
+            Matcher matcher = EDGE.matcher(line);
+            if (matcher.find() && matcher.group(2).startsWith("org.cudagraph4j.")) {
+                edges.add(new Edge(matcher.group(1), matcher.group(2)));
+            }
+        }
+        return edges;
+    }
+
+    /** The package of a class name as jdeps prints it; nested classes carry a {@code $}. */
+    static String packageOf(String className) {
+        return className.substring(0, className.lastIndexOf('.'));
+    }
+}
