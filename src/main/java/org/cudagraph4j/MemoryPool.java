@@ -157,8 +157,8 @@ public final class MemoryPool implements AutoCloseable {
      *
      * @param reservedBytes device memory the pool holds now, in use or not ({@code cudaMemPoolAttrReservedMemCurrent})
      * @param reservedHighBytes the most it has held since the pool was made or {@link #resetHighWatermarks}
-     * @param usedBytes memory in allocations not yet freed ({@code cudaMemPoolAttrUsedMemCurrent}); an allocation
-     *     counts from its {@code cudaMallocAsync} call to the point its stream reaches the free
+     * @param usedBytes memory in allocations not yet freed ({@code cudaMemPoolAttrUsedMemCurrent}), at least the
+     *     bytes asked for; to see a {@code close()} here for sure, read after its stream has reached the free
      * @param usedHighBytes the most that was in use since the pool was made or {@link #resetHighWatermarks}
      */
     public record Statistics(long reservedBytes, long reservedHighBytes, long usedBytes, long usedHighBytes) {}
@@ -215,8 +215,8 @@ public final class MemoryPool implements AutoCloseable {
     }
 
     /**
-     * Resets both high watermarks to the current values ({@code cudaMemPoolAttrReservedMemHigh} and
-     * {@code cudaMemPoolAttrUsedMemHigh} set to 0).
+     * Resets both high watermarks, which then count again from now ({@code cudaMemPoolAttrReservedMemHigh} and
+     * {@code cudaMemPoolAttrUsedMemHigh} set to 0, the only value the runtime accepts).
      *
      * @throws IllegalStateException if this pool is closed
      */
