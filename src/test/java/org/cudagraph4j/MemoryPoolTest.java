@@ -309,6 +309,22 @@ class MemoryPoolTest {
     }
 
     @Test
+    void preparedArgumentsRefuseAClosedStreamOrderedBufferInsteadOfKeepingIt() {
+        int n = 512;
+        long buffers = Cuda.liveResources().deviceBuffers();
+        DeviceBuffer scratch = stream.allocate(ElementType.FLOAT32, n);
+        try (KernelArguments arguments = writePattern.arguments(scratch, n, 1f, 0f)) {
+            writePattern.launch(config(n), arguments);
+            assertEquals(n - 1f, scratch.toFloatArray()[n - 1]);
+            scratch.close();
+            assertEquals(buffers, Cuda.liveResources().deviceBuffers(), "prepared arguments do not hold buffers");
+            IllegalStateException e = assertThrows(IllegalStateException.class,
+                    () -> writePattern.launch(config(n), arguments));
+            assertTrue(e.getMessage().contains("is closed"), e.getMessage());
+        }
+    }
+
+    @Test
     void aBufferOutlivesTheStreamItWasAllocatedOnAndFreesInItsOrder() {
         int n = 4096;
         CudaStream allocating = device.createStream();
