@@ -179,6 +179,29 @@ public final class CudaDevice {
     }
 
     /**
+     * {@return this device's default memory pool ({@code cudaDeviceGetDefaultMemPool})}, which the runtime
+     * owns and shares with every other user of the device in this process.
+     *
+     * @throws UnsupportedOperationException if this device has no stream-ordered allocator
+     *     ({@code cudaDevAttrMemoryPoolsSupported} is 0)
+     */
+    public MemoryPool defaultMemoryPool() {
+        return MemoryPool.defaultOf(this);
+    }
+
+    /**
+     * Creates a memory pool of this device's memory ({@code cudaMemPoolCreate}), owned by the caller.
+     *
+     * @param options its release threshold and maximum size
+     * @return the pool, to be closed when done
+     * @throws UnsupportedOperationException if this device has no stream-ordered allocator
+     * @throws CudaException if the runtime refuses, e.g. for a maximum size it cannot reserve
+     */
+    public MemoryPool createMemoryPool(MemoryPool.Options options) {
+        return MemoryPool.create(this, options);
+    }
+
+    /**
      * Allocates {@code length} floats on this device, as {@link #allocate} with {@link ElementType#FLOAT32}.
      *
      * @param length the number of floats (not bytes); must be positive

@@ -71,6 +71,25 @@ public final class CudaStream implements AutoCloseable {
     }
 
     /**
+     * Allocates {@code length} elements of {@code type} in this stream's order ({@code cudaMallocAsync}),
+     * from the current memory pool of this stream's device: its {@linkplain CudaDevice#defaultMemoryPool()
+     * default pool}, unless other code in the process changed it with {@code cudaDeviceSetMemPool}.
+     * Closing the buffer frees it in this stream's order; {@link MemoryPool#allocate} describes the
+     * rules, which are the same.
+     *
+     * @param type the element type
+     * @param length the number of elements (not bytes); must be positive
+     * @return the buffer, usable in this stream's order; close it when done
+     * @throws IllegalArgumentException if {@code length} is not positive, or its size in bytes exceeds
+     *     {@link Long#MAX_VALUE}
+     * @throws IllegalStateException if this stream is closed or capturing
+     * @throws CudaException naming {@code cudaErrorMemoryAllocation} if the pool cannot grow enough
+     */
+    public DeviceBuffer allocate(ElementType type, long length) {
+        return StreamOrder.allocate(this, null, type, length);
+    }
+
+    /**
      * Makes later work on this stream wait until {@code event}'s last recorded work completes. If
      * the event was recorded into a capture ({@link org.cudagraph4j.graph.StreamCapture}), this
      * stream joins that capture (a fork); join it
@@ -129,6 +148,11 @@ public final class CudaStream implements AutoCloseable {
     @Override
     public String toString() {
         return lifetime.toString();
+    }
+
+    /** The lifetime of the native stream, which stream-ordered buffers hold until they are freed. */
+    Lifetime lifetime() {
+        return lifetime;
     }
 
     static String hex(MemorySegment handle) {

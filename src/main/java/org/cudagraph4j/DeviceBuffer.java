@@ -26,6 +26,11 @@ import org.cudagraph4j.internal.Memory;
  * when its allocation's owner is closed. Each buffer knows its allocation ({@link #allocation()})
  * and offset, which is what a graph retains and what a portable graph file would name.
  *
+ * <p>A stream-ordered buffer ({@link MemoryPool#allocate}, {@link CudaStream#allocate}) is usable
+ * in its stream's order: other streams must wait for that stream (an event) before touching it,
+ * and it is freed in that order on {@code close()}. Its synchronous copies and memsets first wait
+ * for its stream.
+ *
  * <p>Thread safety: safe to use from several threads as long as their accesses do not overlap in
  * a way that races on the device; {@link #close()} must not race with other calls on the buffer.
  */
@@ -38,15 +43,18 @@ public final class DeviceBuffer implements AutoCloseable {
     private final ElementType type;
     private final long length;
     private final Lifetime lifetime;
+    /** The stream a stream-ordered allocation is ordered on; null for {@code cudaMalloc} memory and slices. */
+    private final StreamOrder order;
 
     private DeviceBuffer(CudaDevice device, DeviceBuffer allocation, long address, ElementType type, long length,
-            Lifetime lifetime) {
+            Lifetime lifetime, StreamOrder order) {
         this.device = device;
         this.allocation = allocation == null ? this : allocation;
         this.address = address;
         this.type = type;
         this.length = length;
         this.lifetime = lifetime;
+        this.order = order;
     }
 
     static DeviceBuffer own(CudaDevice device, long address, ElementType type, long length) {
@@ -56,7 +64,15 @@ public final class DeviceBuffer implements AutoCloseable {
                     Devices.use(ordinal); // the cleaner's thread may have another device current
                     Memory.free(address);
                 });
-        DeviceBuffer buffer = new DeviceBuffer(device, null, address, type, length, lifetime);
+        DeviceBuffer buffer = new DeviceBuffer(device, null, address, type, length, lifetime, null);
+        lifetime.watch(buffer);
+        return buffer;
+    }
+
+    /** A stream-ordered allocation, which {@code order} frees. */
+    static DeviceBuffer own(CudaDevice device, long address, ElementType type, long length, Lifetime lifetime,
+            StreamOrder order) {
+        DeviceBuffer buffer = new DeviceBuffer(device, null, address, type, length, lifetime, order);
         lifetime.watch(buffer);
         return buffer;
     }
@@ -113,7 +129,7 @@ public final class DeviceBuffer implements AutoCloseable {
             throw new IllegalArgumentException("a slice needs at least one element");
         }
         return new DeviceBuffer(device, allocation, address + offset * type.byteSize(), type, length,
-                allocation.lifetime);
+                allocation.lifetime, null);
     }
 
     /**
@@ -349,6 +365,7 @@ public final class DeviceBuffer implements AutoCloseable {
      */
     public void copyFrom(DeviceBuffer source) {
         checkSame(source);
+        source.awaitStreamOrder();
         copy(address(), source.address(), byteSize());
     }
 
@@ -376,6 +393,7 @@ public final class DeviceBuffer implements AutoCloseable {
      */
     public void memset(int byteValue) {
         ensureOpen();
+        awaitStreamOrder();
         Devices.use(device.ordinal());
         Memory.set(address, byteValue, byteSize());
     }
@@ -400,11 +418,30 @@ public final class DeviceBuffer implements AutoCloseable {
         }
     }
 
-    /** Frees the allocation; on a slice this does nothing. Idempotent. */
+    /**
+     * Frees the allocation; on a slice this does nothing. Idempotent. A stream-ordered allocation is
+     * freed in its stream's order ({@link MemoryPool#allocate} says more).
+     *
+     * @throws IllegalStateException if this stream-ordered buffer's stream is in a capture that the
+     *     library did not begin; the buffer then stays open
+     */
     @Override
     public void close() {
-        if (isAllocation()) {
+        if (!isAllocation()) {
+            return;
+        }
+        if (order != null) {
+            order.close(lifetime);
+        } else {
             lifetime.close();
+        }
+    }
+
+    /** Before a synchronous access: a stream-ordered allocation waits for its stream. */
+    private void awaitStreamOrder() {
+        StreamOrder streamOrder = allocation.order;
+        if (streamOrder != null) {
+            streamOrder.awaitStream(this);
         }
     }
 
@@ -457,6 +494,7 @@ public final class DeviceBuffer implements AutoCloseable {
 
     /** A copy complete on return, made from this buffer's device. */
     private void copy(long destination, long source, long byteSize) {
+        awaitStreamOrder();
         Devices.use(device.ordinal());
         Memory.copy(destination, source, byteSize);
     }

@@ -11,7 +11,7 @@ import org.cudagraph4j.internal.LiveCounters.Kind;
  *
  * @param streams streams not yet destroyed
  * @param events events not yet destroyed
- * @param deviceBuffers device allocations not yet freed (slices are not counted)
+ * @param deviceBuffers device allocations not yet freed (slices are not counted), stream-ordered ones included
  * @param deviceBytes the bytes of those allocations
  * @param pinnedBuffers page-locked host allocations not yet freed
  * @param pinnedBytes the bytes of those allocations
@@ -19,16 +19,18 @@ import org.cudagraph4j.internal.LiveCounters.Kind;
  * @param graphs graph templates
  * @param graphExecs executable graphs
  * @param kernelArguments argument blocks: prepared ({@link CudaKernel#arguments}) or serving a one-shot launch
+ * @param memoryPools pools made by {@link CudaDevice#createMemoryPool} and not yet destroyed (default pools are
+ *     the runtime's, and not counted)
  */
 public record LiveResources(long streams, long events, long deviceBuffers, long deviceBytes, long pinnedBuffers,
-        long pinnedBytes, long libraries, long graphs, long graphExecs, long kernelArguments) {
+        long pinnedBytes, long libraries, long graphs, long graphExecs, long kernelArguments, long memoryPools) {
 
     static LiveResources now() {
         return new LiveResources(LiveCounters.count(Kind.STREAM), LiveCounters.count(Kind.EVENT),
                 LiveCounters.count(Kind.DEVICE_BUFFER), LiveCounters.bytes(Kind.DEVICE_BUFFER),
                 LiveCounters.count(Kind.PINNED_BUFFER), LiveCounters.bytes(Kind.PINNED_BUFFER),
                 LiveCounters.count(Kind.LIBRARY), LiveCounters.count(Kind.GRAPH), LiveCounters.count(Kind.GRAPH_EXEC),
-                LiveCounters.count(Kind.KERNEL_ARGUMENTS));
+                LiveCounters.count(Kind.KERNEL_ARGUMENTS), LiveCounters.count(Kind.MEMORY_POOL));
     }
 
     /**
@@ -48,6 +50,7 @@ public record LiveResources(long streams, long events, long deviceBuffers, long 
         grew(growth, "graphs", graphs - before.graphs, 0);
         grew(growth, "graphExecs", graphExecs - before.graphExecs, 0);
         grew(growth, "kernelArguments", kernelArguments - before.kernelArguments, 0);
+        grew(growth, "memoryPools", memoryPools - before.memoryPools, 0);
         return growth.toString();
     }
 

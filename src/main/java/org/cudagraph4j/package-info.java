@@ -6,7 +6,7 @@
  * <ul>
  *   <li>Every type that owns a native resource ({@link org.cudagraph4j.CudaStream},
  *       {@link org.cudagraph4j.CudaEvent}, {@link org.cudagraph4j.DeviceBuffer},
- *       {@link org.cudagraph4j.PinnedBuffer}, {@link org.cudagraph4j.CudaLibrary},
+ *       {@link org.cudagraph4j.PinnedBuffer}, {@link org.cudagraph4j.MemoryPool}, {@link org.cudagraph4j.CudaLibrary},
  *       {@link org.cudagraph4j.KernelArguments}, {@link org.cudagraph4j.graph.CudaGraph},
  *       {@link org.cudagraph4j.graph.GraphExec}) is {@link java.lang.AutoCloseable}. {@code close()}
  *       is idempotent; any other use after it throws {@link java.lang.IllegalStateException}.</li>
@@ -17,6 +17,8 @@
  *   <li>An executable holds exactly what its current nodes use. {@code update} and
  *       {@code updateKernelNode} hold the new resources before the call and let go of the replaced
  *       ones after it succeeds; a refused update changes nothing.</li>
+ *   <li>A stream-ordered buffer ({@link org.cudagraph4j.MemoryPool#allocate}) keeps its stream and
+ *       its pool alive until it is freed; {@link org.cudagraph4j.MemoryPool} says how it is freed.</li>
  *   <li>Prepared {@link org.cudagraph4j.KernelArguments} do not keep buffers alive: a launch with a
  *       closed buffer among them throws instead of reaching the GPU.</li>
  *   <li>A kernel keeps its library object reachable; closing the library makes its kernels

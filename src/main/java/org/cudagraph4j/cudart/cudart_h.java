@@ -1482,6 +1482,114 @@ public class cudart_h extends cudart_h$shared {
     public static int cudaDevAttrMaxSharedMemoryPerBlockOptin() {
         return cudaDevAttrMaxSharedMemoryPerBlockOptin;
     }
+    private static final int cudaDevAttrMemoryPoolsSupported = (int)115L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaDeviceAttr.cudaDevAttrMemoryPoolsSupported = 115
+     * }
+     */
+    public static int cudaDevAttrMemoryPoolsSupported() {
+        return cudaDevAttrMemoryPoolsSupported;
+    }
+    private static final int cudaMemPoolReuseFollowEventDependencies = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaMemPoolAttr.cudaMemPoolReuseFollowEventDependencies = 1
+     * }
+     */
+    public static int cudaMemPoolReuseFollowEventDependencies() {
+        return cudaMemPoolReuseFollowEventDependencies;
+    }
+    private static final int cudaMemPoolReuseAllowOpportunistic = (int)2L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaMemPoolAttr.cudaMemPoolReuseAllowOpportunistic = 2
+     * }
+     */
+    public static int cudaMemPoolReuseAllowOpportunistic() {
+        return cudaMemPoolReuseAllowOpportunistic;
+    }
+    private static final int cudaMemPoolReuseAllowInternalDependencies = (int)3L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaMemPoolAttr.cudaMemPoolReuseAllowInternalDependencies = 3
+     * }
+     */
+    public static int cudaMemPoolReuseAllowInternalDependencies() {
+        return cudaMemPoolReuseAllowInternalDependencies;
+    }
+    private static final int cudaMemPoolAttrReleaseThreshold = (int)4L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaMemPoolAttr.cudaMemPoolAttrReleaseThreshold = 4
+     * }
+     */
+    public static int cudaMemPoolAttrReleaseThreshold() {
+        return cudaMemPoolAttrReleaseThreshold;
+    }
+    private static final int cudaMemPoolAttrReservedMemCurrent = (int)5L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaMemPoolAttr.cudaMemPoolAttrReservedMemCurrent = 5
+     * }
+     */
+    public static int cudaMemPoolAttrReservedMemCurrent() {
+        return cudaMemPoolAttrReservedMemCurrent;
+    }
+    private static final int cudaMemPoolAttrReservedMemHigh = (int)6L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaMemPoolAttr.cudaMemPoolAttrReservedMemHigh = 6
+     * }
+     */
+    public static int cudaMemPoolAttrReservedMemHigh() {
+        return cudaMemPoolAttrReservedMemHigh;
+    }
+    private static final int cudaMemPoolAttrUsedMemCurrent = (int)7L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaMemPoolAttr.cudaMemPoolAttrUsedMemCurrent = 7
+     * }
+     */
+    public static int cudaMemPoolAttrUsedMemCurrent() {
+        return cudaMemPoolAttrUsedMemCurrent;
+    }
+    private static final int cudaMemPoolAttrUsedMemHigh = (int)8L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaMemPoolAttr.cudaMemPoolAttrUsedMemHigh = 8
+     * }
+     */
+    public static int cudaMemPoolAttrUsedMemHigh() {
+        return cudaMemPoolAttrUsedMemHigh;
+    }
+    private static final int cudaMemLocationTypeDevice = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaMemLocationType.cudaMemLocationTypeDevice = 1
+     * }
+     */
+    public static int cudaMemLocationTypeDevice() {
+        return cudaMemLocationTypeDevice;
+    }
+    private static final int cudaMemAllocationTypePinned = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaMemAllocationType.cudaMemAllocationTypePinned = 1
+     * }
+     */
+    public static int cudaMemAllocationTypePinned() {
+        return cudaMemAllocationTypePinned;
+    }
+    private static final int cudaMemHandleTypeNone = (int)0L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaMemAllocationHandleType.cudaMemHandleTypeNone = 0
+     * }
+     */
+    public static int cudaMemHandleTypeNone() {
+        return cudaMemHandleTypeNone;
+    }
     /**
      * {@snippet lang=c :
      * typedef struct CUstream_st *cudaStream_t
@@ -2530,6 +2638,67 @@ public class cudart_h extends cudart_h$shared {
                 traceDowncall("cudaDeviceGetAttribute", value, attr, device);
             }
             return (int)mh$.invokeExact(value, attr, device);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaDeviceGetDefaultMemPool {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaDeviceGetDefaultMemPool").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaDeviceGetDefaultMemPool"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device)
+     * }
+     */
+    public static FunctionDescriptor cudaDeviceGetDefaultMemPool$descriptor() {
+        return cudaDeviceGetDefaultMemPool.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device)
+     * }
+     */
+    public static MethodHandle cudaDeviceGetDefaultMemPool$handle() {
+        return cudaDeviceGetDefaultMemPool.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device)
+     * }
+     */
+    public static MemorySegment cudaDeviceGetDefaultMemPool$address() {
+        return cudaDeviceGetDefaultMemPool.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device)
+     * }
+     */
+    public static int cudaDeviceGetDefaultMemPool(MemorySegment memPool, int device) {
+        var mh$ = cudaDeviceGetDefaultMemPool.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaDeviceGetDefaultMemPool", memPool, device);
+            }
+            return (int)mh$.invokeExact(memPool, device);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {
@@ -4743,6 +4912,498 @@ public class cudart_h extends cudart_h$shared {
                 traceDowncall("cudaMemsetAsync", devPtr, value, count, stream);
             }
             return (int)mh$.invokeExact(devPtr, value, count, stream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaMallocAsync {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_LONG,
+            cudart_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaMallocAsync").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaMallocAsync"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
+     * }
+     */
+    public static FunctionDescriptor cudaMallocAsync$descriptor() {
+        return cudaMallocAsync.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
+     * }
+     */
+    public static MethodHandle cudaMallocAsync$handle() {
+        return cudaMallocAsync.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
+     * }
+     */
+    public static MemorySegment cudaMallocAsync$address() {
+        return cudaMallocAsync.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
+     * }
+     */
+    public static int cudaMallocAsync(MemorySegment devPtr, long size, MemorySegment hStream) {
+        var mh$ = cudaMallocAsync.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaMallocAsync", devPtr, size, hStream);
+            }
+            return (int)mh$.invokeExact(devPtr, size, hStream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaFreeAsync {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaFreeAsync").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaFreeAsync"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)
+     * }
+     */
+    public static FunctionDescriptor cudaFreeAsync$descriptor() {
+        return cudaFreeAsync.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)
+     * }
+     */
+    public static MethodHandle cudaFreeAsync$handle() {
+        return cudaFreeAsync.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)
+     * }
+     */
+    public static MemorySegment cudaFreeAsync$address() {
+        return cudaFreeAsync.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)
+     * }
+     */
+    public static int cudaFreeAsync(MemorySegment devPtr, MemorySegment hStream) {
+        var mh$ = cudaFreeAsync.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaFreeAsync", devPtr, hStream);
+            }
+            return (int)mh$.invokeExact(devPtr, hStream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaMemPoolTrimTo {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_LONG
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaMemPoolTrimTo").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaMemPoolTrimTo"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep)
+     * }
+     */
+    public static FunctionDescriptor cudaMemPoolTrimTo$descriptor() {
+        return cudaMemPoolTrimTo.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep)
+     * }
+     */
+    public static MethodHandle cudaMemPoolTrimTo$handle() {
+        return cudaMemPoolTrimTo.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep)
+     * }
+     */
+    public static MemorySegment cudaMemPoolTrimTo$address() {
+        return cudaMemPoolTrimTo.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep)
+     * }
+     */
+    public static int cudaMemPoolTrimTo(MemorySegment memPool, long minBytesToKeep) {
+        var mh$ = cudaMemPoolTrimTo.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaMemPoolTrimTo", memPool, minBytesToKeep);
+            }
+            return (int)mh$.invokeExact(memPool, minBytesToKeep);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaMemPoolSetAttribute {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_INT,
+            cudart_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaMemPoolSetAttribute").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaMemPoolSetAttribute"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+     * }
+     */
+    public static FunctionDescriptor cudaMemPoolSetAttribute$descriptor() {
+        return cudaMemPoolSetAttribute.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+     * }
+     */
+    public static MethodHandle cudaMemPoolSetAttribute$handle() {
+        return cudaMemPoolSetAttribute.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+     * }
+     */
+    public static MemorySegment cudaMemPoolSetAttribute$address() {
+        return cudaMemPoolSetAttribute.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+     * }
+     */
+    public static int cudaMemPoolSetAttribute(MemorySegment memPool, int attr, MemorySegment value) {
+        var mh$ = cudaMemPoolSetAttribute.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaMemPoolSetAttribute", memPool, attr, value);
+            }
+            return (int)mh$.invokeExact(memPool, attr, value);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaMemPoolGetAttribute {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_INT,
+            cudart_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaMemPoolGetAttribute").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaMemPoolGetAttribute"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+     * }
+     */
+    public static FunctionDescriptor cudaMemPoolGetAttribute$descriptor() {
+        return cudaMemPoolGetAttribute.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+     * }
+     */
+    public static MethodHandle cudaMemPoolGetAttribute$handle() {
+        return cudaMemPoolGetAttribute.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+     * }
+     */
+    public static MemorySegment cudaMemPoolGetAttribute$address() {
+        return cudaMemPoolGetAttribute.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+     * }
+     */
+    public static int cudaMemPoolGetAttribute(MemorySegment memPool, int attr, MemorySegment value) {
+        var mh$ = cudaMemPoolGetAttribute.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaMemPoolGetAttribute", memPool, attr, value);
+            }
+            return (int)mh$.invokeExact(memPool, attr, value);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaMemPoolCreate {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaMemPoolCreate").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaMemPoolCreate"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps)
+     * }
+     */
+    public static FunctionDescriptor cudaMemPoolCreate$descriptor() {
+        return cudaMemPoolCreate.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps)
+     * }
+     */
+    public static MethodHandle cudaMemPoolCreate$handle() {
+        return cudaMemPoolCreate.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps)
+     * }
+     */
+    public static MemorySegment cudaMemPoolCreate$address() {
+        return cudaMemPoolCreate.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps)
+     * }
+     */
+    public static int cudaMemPoolCreate(MemorySegment memPool, MemorySegment poolProps) {
+        var mh$ = cudaMemPoolCreate.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaMemPoolCreate", memPool, poolProps);
+            }
+            return (int)mh$.invokeExact(memPool, poolProps);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaMemPoolDestroy {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaMemPoolDestroy").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaMemPoolDestroy"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool)
+     * }
+     */
+    public static FunctionDescriptor cudaMemPoolDestroy$descriptor() {
+        return cudaMemPoolDestroy.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool)
+     * }
+     */
+    public static MethodHandle cudaMemPoolDestroy$handle() {
+        return cudaMemPoolDestroy.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool)
+     * }
+     */
+    public static MemorySegment cudaMemPoolDestroy$address() {
+        return cudaMemPoolDestroy.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool)
+     * }
+     */
+    public static int cudaMemPoolDestroy(MemorySegment memPool) {
+        var mh$ = cudaMemPoolDestroy.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaMemPoolDestroy", memPool);
+            }
+            return (int)mh$.invokeExact(memPool);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaMallocFromPoolAsync {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_LONG,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaMallocFromPoolAsync").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaMallocFromPoolAsync"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
+     * }
+     */
+    public static FunctionDescriptor cudaMallocFromPoolAsync$descriptor() {
+        return cudaMallocFromPoolAsync.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
+     * }
+     */
+    public static MethodHandle cudaMallocFromPoolAsync$handle() {
+        return cudaMallocFromPoolAsync.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
+     * }
+     */
+    public static MemorySegment cudaMallocFromPoolAsync$address() {
+        return cudaMallocFromPoolAsync.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
+     * }
+     */
+    public static int cudaMallocFromPoolAsync(MemorySegment ptr, long size, MemorySegment memPool, MemorySegment stream) {
+        var mh$ = cudaMallocFromPoolAsync.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaMallocFromPoolAsync", ptr, size, memPool, stream);
+            }
+            return (int)mh$.invokeExact(ptr, size, memPool, stream);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {

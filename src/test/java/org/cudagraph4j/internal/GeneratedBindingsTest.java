@@ -17,6 +17,7 @@ import org.cudagraph4j.cudart.cudaGraphEdgeData;
 import org.cudagraph4j.cudart.cudaGraphExecUpdateResultInfo;
 import org.cudagraph4j.cudart.cudaGraphInstantiateParams;
 import org.cudagraph4j.cudart.cudaKernelNodeParams;
+import org.cudagraph4j.cudart.cudaMemPoolProps;
 import org.cudagraph4j.cudart.cudaMemcpy3DParms;
 import org.cudagraph4j.cudart.cudaMemsetParams;
 import org.cudagraph4j.cudart.dim3;
@@ -46,6 +47,7 @@ class GeneratedBindingsTest {
         assertEquals(24, cudaGraphExecUpdateResultInfo.layout().byteSize());
         assertEquals(32, cudaGraphInstantiateParams.layout().byteSize());
         assertEquals(8, cudaGraphEdgeData.layout().byteSize());
+        assertEquals(88, cudaMemPoolProps.layout().byteSize());
     }
 
     @Test
@@ -57,6 +59,8 @@ class GeneratedBindingsTest {
         assertEquals(8, cudaKernelNodeParams.gridDim$offset());
         assertEquals(32, cudaKernelNodeParams.sharedMemBytes$offset());
         assertEquals(40, cudaKernelNodeParams.kernelParams$offset());
+        assertEquals(8, cudaMemPoolProps.location$offset());
+        assertEquals(24, cudaMemPoolProps.maxSize$offset());
     }
 
     static List<String> allowListedFunctions() throws IOException {

@@ -1,0 +1,199 @@
+package org.cudagraph4j;
+
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.Objects;
+import org.cudagraph4j.graph.CaptureStatus;
+import org.cudagraph4j.internal.CaptureTracker;
+import org.cudagraph4j.internal.Devices;
+import org.cudagraph4j.internal.Graphs;
+import org.cudagraph4j.internal.Lifetime;
+import org.cudagraph4j.internal.LiveCounters;
+import org.cudagraph4j.internal.Memory;
+import org.cudagraph4j.internal.MemoryPools;
+import org.cudagraph4j.internal.Streams;
+
+/**
+ * The stream a stream-ordered allocation ({@code cudaMallocAsync}, {@code cudaMallocFromPoolAsync})
+ * is ordered on, and how it is freed: the free action of the buffer's {@link Lifetime}.
+ *
+ * <p>The allocation holds a reference to its stream's lifetime (and to its pool's, for a pool the
+ * library created), so the native stream outlives the buffer even if its owner closes it first:
+ * the free is always queued on a valid stream, never on a destroyed handle, and it runs after
+ * everything queued there before it.
+ *
+ * <p>Two ways to free, chosen by who drops the last reference:
+ * <ul>
+ *   <li>The owner's {@code close()}, when nothing else holds the buffer: {@code cudaFreeAsync} on
+ *       the stream. "The allocation must not be accessed after stream execution reaches the free"
+ *       (cudaFreeAsync), so work on other streams must be ordered before it by the caller, as in
+ *       CUDA.</li>
+ *   <li>A graph, executable or capture letting go later, or the cleaner: their launches may be
+ *       queued on any stream, which the free cannot be ordered after. So the device is synchronized
+ *       and the memory freed with {@code cudaFree}, which for stream-ordered memory "will not
+ *       perform any implicit synchronization ... callers must ensure that all accesses to these
+ *       pointers have completed" (cuMemFree). This matches what {@code cudaFree} of a plain
+ *       allocation does implicitly.</li>
+ * </ul>
+ * Either way the free runs once: the lifetime's reference count decides, not this class.
+ *
+ * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__POOLS.html">Stream Ordered
+ *     Memory Allocator</a>
+ */
+final class StreamOrder implements Runnable {
+    private final int ordinal;
+    private final long address;
+    private final MemorySegment stream;
+    private final Lifetime streamLifetime;
+    private final Lifetime poolLifetime;
+    /** The thread inside the owner's {@code close()}; a free on any other thread is deferred. */
+    private volatile Thread closing;
+
+    private StreamOrder(int ordinal, long address, MemorySegment stream, Lifetime streamLifetime,
+            Lifetime poolLifetime) {
+        this.ordinal = ordinal;
+        this.address = address;
+        this.stream = stream;
+        this.streamLifetime = streamLifetime;
+        this.poolLifetime = poolLifetime;
+    }
+
+    /**
+     * Allocates {@code length} elements ordered on {@code stream}, from {@code pool} or, when it is
+     * null, from the current pool of the stream's device.
+     */
+    static DeviceBuffer allocate(CudaStream stream, MemoryPool pool, ElementType type, long length) {
+        Objects.requireNonNull(stream, "stream");
+        Objects.requireNonNull(type, "type");
+        if (length <= 0) {
+            throw new IllegalArgumentException("length must be positive, got " + length);
+        }
+        if (length > Long.MAX_VALUE / type.byteSize()) {
+            throw new IllegalArgumentException(length + " x " + type + " is more than " + Long.MAX_VALUE + " bytes");
+        }
+        CudaDevice device = stream.device();
+        if (pool != null && !pool.device().equals(device)) {
+            // cudaMallocFromPoolAsync would accept it, but the stream's device could not touch the
+            // memory without cudaMemPoolSetAccess, which this library does not offer.
+            throw new IllegalArgumentException(pool + " is on " + pool.device() + " but " + stream + " is on "
+                    + device + "; allocate from a pool of the stream's device");
+        }
+        long byteSize = length * type.byteSize();
+        MemorySegment handle = stream.handle();
+        Lifetime streamLifetime = stream.lifetime();
+        Lifetime poolLifetime = pool == null ? null : pool.lifetime();
+        streamLifetime.retain();
+        try {
+            if (poolLifetime != null) {
+                poolLifetime.ensureOpen();
+                poolLifetime.retain();
+            }
+            try {
+                Devices.use(device.ordinal());
+                refuseCapture(stream, handle, byteSize);
+                long address = pool == null ? MemoryPools.allocate(byteSize, handle)
+                        : MemoryPools.allocate(pool.handle(), byteSize, handle);
+                StreamOrder order = new StreamOrder(device.ordinal(), address, handle, streamLifetime, poolLifetime);
+                Lifetime lifetime = new Lifetime(LiveCounters.Kind.DEVICE_BUFFER, byteSize,
+                        String.format("DeviceBuffer 0x%X (%d x %s) on device %d, stream-ordered on %s", address,
+                                length, type, device.ordinal(), stream),
+                        order);
+                return DeviceBuffer.own(device, address, type, length, lifetime, order);
+            } catch (RuntimeException e) {
+                if (poolLifetime != null) {
+                    poolLifetime.release();
+                }
+                throw e;
+            }
+        } catch (RuntimeException e) {
+            streamLifetime.release();
+            throw e;
+        }
+    }
+
+    /**
+     * During capture {@code cudaMallocAsync} "results in the creation of an allocation node. In this
+     * case, the allocation is owned by the graph instead of the memory pool", and must be freed in
+     * graph order; this library does not model graph-owned memory, so it refuses.
+     */
+    private static void refuseCapture(CudaStream stream, MemorySegment handle, long byteSize) {
+        if (Graphs.captureInfo(handle).status() != CaptureStatus.NONE.value()) {
+            throw new IllegalStateException("cannot allocate " + byteSize + " bytes ordered on " + stream
+                    + " while it is capturing: cudaMallocAsync would add a memory-allocation node, owned by the "
+                    + "graph. Allocate before the capture begins; the graph then keeps the buffer alive");
+        }
+    }
+
+    /**
+     * The owner's {@code close()}: frees in stream order unless something still holds the buffer.
+     * If the stream is capturing, a {@code cudaFreeAsync} there would become a free node for memory
+     * the graph does not own (cudaFreeAsync: "must therefore be passed the address of a graph
+     * allocation"), so the capture takes a reference and the graph it makes frees the memory later.
+     *
+     * @throws IllegalStateException if the stream is in a capture this library did not begin
+     */
+    void close(Lifetime allocation) {
+        if (!allocation.isOpen()) {
+            return;
+        }
+        int status;
+        try {
+            status = Graphs.captureInfo(stream).status();
+        } catch (CudaException e) {
+            // A dead context (a sticky error): the free below fails too, but the buffer is closed.
+            status = CaptureStatus.NONE.value();
+        }
+        if (status != CaptureStatus.NONE.value()) {
+            CaptureTracker.Capture capture = CaptureTracker.of(stream.address());
+            if (capture == null) {
+                throw new IllegalStateException(allocation + " cannot be freed while its stream is in a capture "
+                        + "that cudagraph4j did not begin; close it after that capture ends");
+            }
+            capture.use(List.of(allocation));
+        }
+        closing = Thread.currentThread();
+        try {
+            allocation.close();
+        } finally {
+            closing = null;
+        }
+    }
+
+    /**
+     * Before a synchronous copy or memset: waits until the stream has run the allocation (and
+     * whatever was queued before it), since "the allocation must not be accessed until the
+     * allocation operation completes" (cudaMallocAsync) and synchronous copies run on another stream.
+     *
+     * @throws IllegalStateException if the stream is capturing, which forbids waiting for it
+     */
+    void awaitStream(DeviceBuffer buffer) {
+        if (Graphs.captureInfo(stream).status() != CaptureStatus.NONE.value()) {
+            throw new IllegalStateException("a synchronous copy or memset of " + buffer + " waits for its stream, which "
+                    + "is capturing; use the Async forms on that stream instead");
+        }
+        Devices.use(ordinal);
+        Streams.synchronize(stream);
+    }
+
+    /** The lifetime's free action; runs once. */
+    @Override
+    public void run() {
+        try {
+            Devices.use(ordinal); // the cleaner's or a graph's thread may have another device current
+            if (closing == Thread.currentThread()) {
+                MemoryPools.freeAsync(address, stream);
+            } else {
+                Devices.synchronize();
+                Memory.free(address);
+            }
+        } finally {
+            try {
+                streamLifetime.release();
+            } finally {
+                if (poolLifetime != null) {
+                    poolLifetime.release();
+                }
+            }
+        }
+    }
+}
