@@ -3,7 +3,6 @@ package org.cudagraph4j;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Objects;
-import org.cudagraph4j.graph.CaptureStatus;
 import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Graphs;
@@ -144,7 +143,7 @@ final class StreamOrder implements Runnable {
             status = CaptureStatus.NONE.value();
         }
         if (status != CaptureStatus.NONE.value()) {
-            CaptureTracker.Capture capture = CaptureTracker.of(stream.address());
+            CaptureTracker.Capture<?> capture = CaptureTracker.of(stream.address());
             if (capture == null) {
                 throw new IllegalStateException(allocation + " cannot be freed while its stream is in a capture "
                         + "that cudagraph4j did not begin; close it after that capture ends");
