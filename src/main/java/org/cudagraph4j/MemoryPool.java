@@ -35,8 +35,9 @@ import org.cudagraph4j.internal.MemoryPools.Attribute;
  *       it.</li>
  *   <li>A graph or a capture that uses the buffer keeps it alive past {@code close()}, as for any
  *       buffer. When the last of them lets go (or the cleaner frees a forgotten buffer), it cannot
- *       know which streams the graph was launched on: it synchronizes the device and frees with
- *       {@code cudaFree}, which for stream-ordered memory does not synchronize by itself.</li>
+ *       know which streams the graph was launched on: it synchronizes the device, then frees with
+ *       {@code cudaFreeAsync} on the buffer's stream (with {@code cudaFree} only if that stream is
+ *       capturing again then, which leaves the bytes counted in {@link #statistics()}).</li>
  *   <li>The buffer keeps its stream and its pool alive: closing either while buffers are out only
  *       drops the owner's reference, and the native stream or pool goes when the last buffer is
  *       freed. So a buffer's free is always ordered on a valid stream, and a pool's

@@ -29,10 +29,14 @@ import org.cudagraph4j.internal.Streams;
  *       CUDA.</li>
  *   <li>A graph, executable or capture letting go later, or the cleaner: their launches may be
  *       queued on any stream, which the free cannot be ordered after. So the device is synchronized
- *       and the memory freed with {@code cudaFree}, which for stream-ordered memory "will not
- *       perform any implicit synchronization ... callers must ensure that all accesses to these
- *       pointers have completed" (cuMemFree). This matches what {@code cudaFree} of a plain
- *       allocation does implicitly.</li>
+ *       first (what {@code cudaFree} of a plain allocation does implicitly), and then the memory is
+ *       given back with {@code cudaFreeAsync} on its stream, which nothing is using any more.
+ *       {@code cudaFree} would be allowed too ("will not perform any implicit synchronization ...
+ *       callers must ensure that all accesses to these pointers have completed", cuMemFree), but
+ *       measured on the H200 (driver 580.159.04) it leaves the memory counted in the pool's
+ *       {@code cudaMemPoolAttrUsedMemCurrent} for good, while {@code cudaFreeAsync} takes it off
+ *       at once. Only if the stream is capturing again at that moment, where a free would become a
+ *       graph node, is {@code cudaFree} used, and the pool's statistics keep counting the bytes.</li>
  * </ul>
  * Either way the free runs once: the lifetime's reference count decides, not this class.
  *
@@ -183,7 +187,11 @@ final class StreamOrder implements Runnable {
                 MemoryPools.freeAsync(address, stream);
             } else {
                 Devices.synchronize();
-                Memory.free(address);
+                if (Graphs.captureInfo(stream).status() == CaptureStatus.NONE.value()) {
+                    MemoryPools.freeAsync(address, stream);
+                } else {
+                    Memory.free(address);
+                }
             }
         } finally {
             try {
