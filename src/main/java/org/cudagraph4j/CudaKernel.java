@@ -139,10 +139,10 @@ public final class CudaKernel {
     private void recordCapturedLaunch(CaptureTracker.Capture<?> capture, LaunchConfig config,
             KernelArguments arguments, MemorySegment stream) {
         List<Lifetime> uses = arguments.uses();
-        List<MemorySegment> nodes = Graphs.captureDependencies(stream);
-        if (nodes.size() == 1) {
-            capture.recordKernelNode(nodes.get(0).address(), uses, new KernelLaunch(this, config.grid(),
-                    config.block(), config.sharedMemBytes(), arguments.values()));
+        long node = Graphs.capturedNode(stream);
+        if (node != 0) {
+            capture.recordKernelNode(node, uses, new KernelLaunch(this, config.grid(), config.block(),
+                    config.sharedMemBytes(), arguments.values()));
         } else {
             capture.use(uses);
         }

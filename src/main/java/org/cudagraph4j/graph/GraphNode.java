@@ -21,6 +21,8 @@ public final class GraphNode {
     private final CudaGraph graph;
     private final MemorySegment handle;
     private final KernelLaunch kernelParams;
+    /** A node's type never changes: asked of the runtime once (a benign race may ask twice). */
+    private GraphNodeType type;
 
     GraphNode(CudaGraph graph, MemorySegment handle, KernelLaunch kernelParams) {
         this.graph = graph;
@@ -45,7 +47,13 @@ public final class GraphNode {
      * @throws IllegalArgumentException if the runtime reports a type this library does not know
      */
     public GraphNodeType type() {
-        return GraphNodeType.fromValue(Graphs.nodeType(handle()));
+        MemorySegment node = handle(); // a closed graph's nodes have no type to give
+        GraphNodeType known = type;
+        if (known == null) {
+            known = GraphNodeType.fromValue(Graphs.nodeType(node));
+            type = known;
+        }
+        return known;
     }
 
     /**

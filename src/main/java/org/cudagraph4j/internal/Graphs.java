@@ -77,27 +77,34 @@ public final class Graphs {
     }
 
     /**
-     * The nodes the next operation captured on {@code stream} would depend on: right after a
-     * launch, the node that launch became.
+     * Per-thread out-parameters of the launch-time capture query (status, dependency array, edge
+     * data, count), so that a captured launch allocates nothing. An automatic arena lets the
+     * collector free them with their (possibly virtual) thread.
      */
-    public static List<MemorySegment> captureDependencies(MemorySegment stream) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment status = arena.allocate(JAVA_INT);
-            MemorySegment dependencies = arena.allocate(ADDRESS);
-            // Asked for but unused: without it the query fails (cudaErrorLossyQuery) when the
-            // dependencies carry non-default edge data.
-            MemorySegment edgeData = arena.allocate(ADDRESS);
-            MemorySegment count = arena.allocate(JAVA_LONG);
-            Status.check(cudaStreamGetCaptureInfo(stream, status, MemorySegment.NULL, MemorySegment.NULL, dependencies,
-                    edgeData, count), "cudaStreamGetCaptureInfo");
-            long n = count.get(JAVA_LONG, 0);
-            if (n == 0) {
-                return List.of();
-            }
-            @SuppressWarnings("restricted") // the runtime owns an array of n node handles here
-            MemorySegment array = dependencies.get(ADDRESS, 0).reinterpret(n * ADDRESS.byteSize());
-            return list(array, n);
+    private static final ThreadLocal<MemorySegment> CAPTURE_QUERY =
+            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(4 * ADDRESS.byteSize(), ADDRESS.byteAlignment()));
+
+    /**
+     * Right after a launch on a capturing {@code stream}, the node that launch became: the one node
+     * the next captured operation would depend on. 0 when there is not exactly one such node.
+     */
+    public static long capturedNode(MemorySegment stream) {
+        MemorySegment query = CAPTURE_QUERY.get();
+        long slot = ADDRESS.byteSize();
+        MemorySegment status = query.asSlice(0, JAVA_INT);
+        MemorySegment dependencies = query.asSlice(slot, ADDRESS);
+        // Asked for but unused: without it the query fails (cudaErrorLossyQuery) when the
+        // dependencies carry non-default edge data.
+        MemorySegment edgeData = query.asSlice(2 * slot, ADDRESS);
+        MemorySegment count = query.asSlice(3 * slot, JAVA_LONG);
+        Status.check(cudaStreamGetCaptureInfo(stream, status, MemorySegment.NULL, MemorySegment.NULL, dependencies,
+                edgeData, count), "cudaStreamGetCaptureInfo");
+        if (count.get(JAVA_LONG, 0) != 1) {
+            return 0;
         }
+        @SuppressWarnings("restricted") // the runtime owns an array of one node handle here
+        MemorySegment array = dependencies.get(ADDRESS, 0).reinterpret(ADDRESS.byteSize());
+        return array.get(ADDRESS, 0).address();
     }
 
     /**
@@ -111,7 +118,7 @@ public final class Graphs {
             MemorySegment status = arena.allocate(JAVA_INT);
             MemorySegment graph = arena.allocate(ADDRESS);
             MemorySegment dependencies = arena.allocate(ADDRESS);
-            MemorySegment edgeData = arena.allocate(ADDRESS); // see captureDependencies
+            MemorySegment edgeData = arena.allocate(ADDRESS); // see capturedNode
             MemorySegment count = arena.allocate(JAVA_LONG);
             Status.check(cudaStreamGetCaptureInfo(stream, status, MemorySegment.NULL, graph, dependencies, edgeData,
                     count), "cudaStreamGetCaptureInfo");
@@ -444,15 +451,23 @@ public final class Graphs {
         }
     }
 
+    /**
+     * Per-thread {@code cudaKernelNodeParams} for single-node updates, written in full by each, so
+     * that an update allocates nothing; freed with its (possibly virtual) thread.
+     */
+    private static final ThreadLocal<MemorySegment> NODE_UPDATE =
+            ThreadLocal.withInitial(() -> cudaKernelNodeParams.allocate(Arena.ofAuto()));
+
     public static void setKernelNodeParams(MemorySegment exec, MemorySegment node, KernelParams params) {
-        try (Arena arena = Arena.ofConfined()) {
-            Status.check(cudaGraphExecKernelNodeSetParams(exec, node, kernelParams(arena, params)),
-                    "cudaGraphExecKernelNodeSetParams");
-        }
+        Status.check(cudaGraphExecKernelNodeSetParams(exec, node, kernelParams(NODE_UPDATE.get(), params)),
+                "cudaGraphExecKernelNodeSetParams");
     }
 
     private static MemorySegment kernelParams(Arena arena, KernelParams params) {
-        MemorySegment segment = cudaKernelNodeParams.allocate(arena);
+        return kernelParams(cudaKernelNodeParams.allocate(arena), params);
+    }
+
+    private static MemorySegment kernelParams(MemorySegment segment, KernelParams params) {
         cudaKernelNodeParams.func(segment, params.function());
         MemorySegment grid = cudaKernelNodeParams.gridDim(segment);
         dim3.x(grid, params.gridX());
