@@ -27,6 +27,15 @@ public final class TestData {
         return "seed " + seed;
     }
 
+    /**
+     * Whether the tests run under compute-sanitizer ({@code bin/run-tests --sanitize} sets
+     * {@code org.cudagraph4j.sanitizer}): heavy tests then cover fewer cases, so that a whole class
+     * fits in one sanitizer run; racecheck slows shared-memory kernels a thousandfold.
+     */
+    public static boolean underSanitizer() {
+        return System.getProperty("org.cudagraph4j.sanitizer") != null;
+    }
+
     /** The gpu tests' own kernels (src/test/cuda/test_kernels.cu), as a fatbin for sm_80 to sm_120. */
     public static CudaLibrary testKernels() {
         return CudaLibrary.loadResource(TestData.class, "test_kernels.fatbin");

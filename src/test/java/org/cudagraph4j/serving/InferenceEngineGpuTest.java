@@ -35,8 +35,6 @@ import org.junit.jupiter.params.provider.EnumSource;
 class InferenceEngineGpuTest {
     private static final int WIDTH = 64;
     private static final BucketLadder LADDER = BucketLadder.of(1, 2, 4, 8, 16, 32, 64);
-    /** Set by {@code bin/run-tests --sanitize}. */
-    private static final String SANITIZER_PROPERTY = "org.cudagraph4j.sanitizer";
     private static final int POOL_ROWS = 4096;
     private static CudaDevice device;
     private static ShippedKernels kernels;
@@ -111,7 +109,7 @@ class InferenceEngineGpuTest {
     @EnumSource(CapturePolicy.class)
     void manyThreadsGetTheirOwnRowsRightAcrossTheSwitchToGraphs(CapturePolicy policy) throws Exception {
         int threadCount = 64;
-        int requestsPerThread = System.getProperty(SANITIZER_PROPERTY) == null ? 1000 : 20;
+        int requestsPerThread = TestData.underSanitizer() ? 20 : 1000;
         ServingOptions options = ServingOptions.defaults().withLadder(LADDER).withCapturePolicy(policy)
                 .withMaxWait(Duration.ofNanos(100_000)).withLanes(2)
                 // Correctness only (deadlines have CPU tests): under racecheck, requests took longer
