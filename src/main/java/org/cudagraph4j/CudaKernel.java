@@ -15,6 +15,14 @@ import org.cudagraph4j.internal.Lifetime;
  * <p>Launch arguments are checked against {@link #parameters()} before anything reaches the GPU:
  * a wrong count or size throws {@link IllegalArgumentException} naming the kernel and parameter.
  *
+ * <p>Lifetime: the kernel keeps its library reachable, so the cleaner never unloads a forgotten
+ * library while one of its kernels can still be used. It does not keep the library loaded past an
+ * explicit {@link CudaLibrary#close()}, as a function keeps its module in cudarc: in Java the owner
+ * closes resources when it decides, and a kernel has no close of its own that could end the hold.
+ * After the library is closed, launches and queries of its kernels throw
+ * {@link IllegalStateException}; graph nodes, executables and captures that already use the kernel
+ * keep the library loaded until they let go.
+ *
  * <p>Thread safety: immutable and safe to share; launches from several threads are fine.
  */
 public final class CudaKernel {
