@@ -28,7 +28,6 @@
 #include <string>
 #include <vector>
 
-#include "cg4j/sgemm_simt.cuh"
 
 #define CK(x) check_cuda((x), #x, __LINE__)
 static void check_cuda(cudaError_t e, const char *what, int line) {

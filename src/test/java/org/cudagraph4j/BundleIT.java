@@ -38,14 +38,13 @@ class BundleIT {
 
         for (String expected : List.of("cudagraph4j-gpu-bundle/runtime/bin/java",
                 "cudagraph4j-gpu-bundle/bin/run-tests", "cudagraph4j-gpu-bundle/bin/run-benchmarks",
-                "cudagraph4j-gpu-bundle/bin/soak",
+                "cudagraph4j-gpu-bundle/bin/soak", "cudagraph4j-gpu-bundle/bin/profile-benchmark",
                 "cudagraph4j-gpu-bundle/benchmarks/benchmarks.jar",
                 "cudagraph4j-gpu-bundle/benchmarks/native/launch_overhead.cu",
                 "cudagraph4j-gpu-bundle/benchmarks/native/build.sh",
                 "cudagraph4j-gpu-bundle/benchmarks/kernels/cg4j_kernels.sm_90.cubin",
                 "cudagraph4j-gpu-bundle/benchmarks/kernels/manifest.properties",
                 "cudagraph4j-gpu-bundle/benchmarks/native/skinny_test.cu",
-                "cudagraph4j-gpu-bundle/benchmarks/native/include/cg4j/sgemm_simt.cuh",
                 "cudagraph4j-gpu-bundle/benchmarks/native/mlp_torch.py",
                 "cudagraph4j-gpu-bundle/bin/run-serving-benchmark",
                 "cudagraph4j-gpu-bundle/benchmarks/server/torch_server.py",
@@ -59,6 +58,7 @@ class BundleIT {
         assertTrue(Files.isExecutable(bundle.resolve("bin/run-tests")));
         assertTrue(Files.isExecutable(bundle.resolve("bin/soak")));
         assertTrue(Files.isExecutable(bundle.resolve("bin/run-serving-benchmark")));
+        assertTrue(Files.isExecutable(bundle.resolve("bin/profile-benchmark")));
     }
 
     @Test
