@@ -658,29 +658,14 @@ static void bench_graph_lifecycle() {
     const std::string sn = std::to_string(n);
     auto body = [n] { for (int i = 0; i < n; ++i) launch_empty(g_stream); };
 
-    std::string name = "graph_lifecycle/capture/" + sn;
-    if (selected(name))
-      bench(name, "us", 1e6, [body, n](long reps) {
-        double t = 0;
-        for (long r = 0; r < reps; ++r) {
-          cudaGraph_t g;
-          auto t0 = Clock::now();
-          CK(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeGlobal));
-          body();
-          CK(cudaStreamEndCapture(g_stream, &g));
-          t += seconds_since(t0);
-          CK(cudaGraphDestroy(g));
-        }
-        (void)n;
-        return t;
-      });
-
-    // The same capture with the query the library makes after each captured launch to learn the
-    // node it became (cudaStreamGetCaptureInfo with the dependencies and their edge data): the
-    // floor of capture through the library, which records what each kernel node launches.
-    name = "graph_lifecycle/capture_query/" + sn;
-    if (selected(name))
-      bench(name, "us", 1e6, [n](long reps) {
+    // capture_query: the same capture with the query the library makes after each captured
+    // launch to learn the node it became (cudaStreamGetCaptureInfo with the dependencies and
+    // their edge data): the floor of capture through the library, which records what each kernel
+    // node launches.
+    for (bool query : {false, true}) {
+      std::string name = std::string("graph_lifecycle/") + (query ? "capture_query/" : "capture/") + sn;
+      if (!selected(name)) continue;
+      bench(name, "us", 1e6, [n, query](long reps) {
         double t = 0;
         for (long r = 0; r < reps; ++r) {
           cudaGraph_t g;
@@ -688,6 +673,7 @@ static void bench_graph_lifecycle() {
           CK(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeGlobal));
           for (int i = 0; i < n; ++i) {
             launch_empty(g_stream);
+            if (!query) continue;
             cudaStreamCaptureStatus status;
             const cudaGraphNode_t *dependencies;
             const cudaGraphEdgeData *edge_data;
@@ -701,6 +687,7 @@ static void bench_graph_lifecycle() {
         }
         return t;
       });
+    }
 
     bool need_graphs = !g_opt.list && (selected("graph_lifecycle/instantiate/" + sn) ||
                                        selected("graph_lifecycle/update_whole/" + sn) ||
@@ -712,7 +699,7 @@ static void bench_graph_lifecycle() {
       if (node_count(g1) != (size_t)n || node_count(g2) != (size_t)n) die("lifecycle graph has wrong node count");
     }
 
-    name = "graph_lifecycle/instantiate/" + sn;
+    std::string name = "graph_lifecycle/instantiate/" + sn;
     if (selected(name))
       bench(name, "us", 1e6, [g1](long reps) {
         double t = 0;
