@@ -46,6 +46,7 @@ class BundleIT {
                 "cudagraph4j-gpu-bundle/benchmarks/kernels/manifest.properties",
                 "cudagraph4j-gpu-bundle/benchmarks/native/skinny_test.cu",
                 "cudagraph4j-gpu-bundle/benchmarks/native/mlp_torch.py",
+                "cudagraph4j-gpu-bundle/benchmarks/native/mlp_cublaslt.cu",
                 "cudagraph4j-gpu-bundle/bin/run-serving-benchmark",
                 "cudagraph4j-gpu-bundle/benchmarks/server/torch_server.py",
                 "cudagraph4j-gpu-bundle/benchmarks/wrk/infer.lua")) {

@@ -32,9 +32,9 @@ import org.openjdk.jmh.annotations.Warmup;
  * on the shipped split-K kernels: eager launches against one graph launch, with and without
  * programmatic dependent launch, synchronising after each forward ({@code eager}, {@code graph})
  * or after {@value #PIPELINED} ({@code graphPipelined}, reported per forward). Native twin:
- * {@code kernels/test/skinny_test.cu}; PyTorch twin: {@code native/mlp_torch.py}. The defaults keep
- * the main run short (18 trials); the twins' whole grid is
- * {@code -p width=512,1024,4096 -p batch=1,8,32,128,256}.
+ * {@code kernels/test/skinny_test.cu}; PyTorch twin: {@code native/mlp_torch.py}; cuBLASLt baseline:
+ * {@code native/mlp_cublaslt.cu}. The defaults keep the main run short (18 trials); the twins' whole
+ * grid is {@code -p width=512,1024,4096 -p batch=1,8,32,128,256}.
  */
 @BenchmarkMode(Mode.SampleTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)

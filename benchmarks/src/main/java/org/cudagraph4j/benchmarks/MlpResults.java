@@ -12,14 +12,17 @@ import java.util.regex.Pattern;
 /**
  * The 16-layer MLP comparison of one run: the native harness's lines ({@code mlp-native.log}, from
  * {@code kernels/test/skinny_test.cu}) against the PyTorch twin's ({@code mlp-torch.log}, from
- * {@code native/mlp_torch.py}), as a Markdown table of µs per forward with the ratios to PyTorch's
- * graph replay, the issue's targets, and a chart panel.
+ * {@code native/mlp_torch.py}) and cuBLASLt's ({@code mlp-cublaslt.log}, from
+ * {@code native/mlp_cublaslt.cu}), as a Markdown table of µs per forward with the ratios to PyTorch's
+ * graph replay and to cuBLASLt's graph, the issue's targets, and a chart panel.
  */
 final class MlpResults {
     private static final Pattern NATIVE = Pattern.compile("MLP16 native graph( PDL)?: width (\\d+) batch (\\d+): "
             + "([\\d.]+) us/forward sync each \\(median\\), ([\\d.]+) us pipelined; (\\S+) x(\\d+) slices");
     private static final Pattern TORCH = Pattern.compile(
             "MLP16 torch (eager|graph): width (\\d+) batch (\\d+): ([\\d.]+) us sync each, ([\\d.]+) us pipelined");
+    private static final Pattern CUBLASLT = Pattern.compile("MLP16 cublaslt graph: width (\\d+) batch (\\d+): "
+            + "([\\d.]+) us/forward sync each \\(median\\), ([\\d.]+) us pipelined");
     private static final Pattern TILE = Pattern.compile("_(\\d+x\\d+)x\\d+_");
 
     /** Microseconds per forward, synchronising after each and pipelined. */
@@ -31,13 +34,14 @@ final class MlpResults {
         Time graphPdl;
         Time torchEager;
         Time torchGraph;
+        Time cublasLt;
         String config;
     }
 
     /** By width, then batch. */
     private final Map<Integer, Map<Integer, Cell>> cells = new TreeMap<>();
 
-    /** Reads either log; lines that are not results are skipped. A cell missing a side has ratio n/a. */
+    /** Reads any of the logs; lines that are not results are skipped. A cell missing a side has ratio n/a. */
     void read(String log) {
         for (String line : log.split("\n")) {
             Matcher n = NATIVE.matcher(line);
@@ -51,6 +55,12 @@ final class MlpResults {
                 }
                 Matcher tile = TILE.matcher(n.group(6));
                 cell.config = (tile.find() ? tile.group(1) : n.group(6)) + " x" + n.group(7);
+                continue;
+            }
+            Matcher lt = CUBLASLT.matcher(line);
+            if (lt.find()) {
+                cell(Integer.parseInt(lt.group(1)), Integer.parseInt(lt.group(2))).cublasLt =
+                        new Time(Double.parseDouble(lt.group(3)), Double.parseDouble(lt.group(4)));
                 continue;
             }
             Matcher t = TORCH.matcher(line);
@@ -93,6 +103,15 @@ final class MlpResults {
         return best(cell) / cell.torchGraph.sync();
     }
 
+    /** The ratio of the faster native graph to cuBLASLt's graph, synchronising after each forward, or null. */
+    Double ratioToCublasLt(int width, int batch) {
+        Cell cell = cells.getOrDefault(width, Map.of()).get(batch);
+        if (cell == null || cell.cublasLt == null || best(cell) == null) {
+            return null;
+        }
+        return best(cell) / cell.cublasLt.sync();
+    }
+
     /** The name Report gives a JMH {@code MlpForward} result, e.g. {@code mlp/graph/512/32/pdl}. */
     static String javaKey(String method, Object width, Object batch, Object pdl) {
         return "mlp/" + method + "/" + width + "/" + batch + "/" + ("true".equals(String.valueOf(pdl)) ? "pdl" : "plain");
@@ -106,17 +125,20 @@ final class MlpResults {
     String markdown(Map<String, Double> java) {
         StringBuilder md = new StringBuilder("\n## 16-layer MLP (`Linear(w, w)` + ReLU, FP32), µs per forward\n\n");
         md.append("Native graph on the shipped split-K kernels (`mlp-native.log`) against PyTorch (`mlp-torch.log`, "
-                + "TF32 off); \"sync\" synchronises after each forward, \"pipelined\" after 200. Ratio: the faster "
-                + "native graph (PDL or not) over PyTorch's graph replay, both synchronising each forward.\n\n");
+                + "TF32 off) and cuBLASLt with its fused `RELU_BIAS` epilogue in a graph (`mlp-cublaslt.log`, "
+                + "`CUBLAS_COMPUTE_32F`); \"sync\" synchronises after each forward, \"pipelined\" after 200. Ratios: "
+                + "the faster native graph (PDL or not), \"best\", over PyTorch's graph replay and over cuBLASLt's "
+                + "graph, all synchronising each forward.\n\n");
         md.append("| width | batch | config | graph sync | graph PDL sync | graph PDL pipelined | Java graph PDL sync "
-                + "| PyTorch eager sync | PyTorch graph sync | PyTorch graph pipelined | ratio |\n");
-        md.append("|---|---|---|---|---|---|---|---|---|---|---|\n");
+                + "| PyTorch eager sync | PyTorch graph sync | PyTorch graph pipelined | ratio | cuBLASLt graph sync "
+                + "| best / cuBLASLt |\n");
+        md.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         cells.forEach((width, byBatch) -> byBatch.forEach((batch, cell) -> md.append(String.format(Locale.ROOT,
-                "| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |%n", width, batch,
+                "| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%n", width, batch,
                 cell.config == null ? "n/a" : cell.config, sync(cell.graph), sync(cell.graphPdl),
                 pipelined(cell.graphPdl), micros(java.get(javaKey("graph", width, batch, true))),
                 sync(cell.torchEager), sync(cell.torchGraph), pipelined(cell.torchGraph),
-                format(ratio(width, batch))))));
+                format(ratio(width, batch)), sync(cell.cublasLt), format(ratioToCublasLt(width, batch))))));
         md.append("\nTargets (ratio to PyTorch's graph replay):\n\n");
         target(md, "width 512, batch 32: at most 0.5", Arrays.asList(ratio(512, 32)), 0.5);
         List<Double> small = new ArrayList<>();
@@ -139,7 +161,7 @@ final class MlpResults {
                 met == ratios.size() ? "met" : "missed", met, ratios.size(), worst));
     }
 
-    /** Bars per batch at one width: native graph (PDL) and PyTorch graph replay, µs synchronising each. */
+    /** Bars per batch at one width: native graph (PDL), PyTorch graph replay and cuBLASLt graph, µs synchronising each. */
     List<String> groups(int width) {
         return cells.getOrDefault(width, Map.of()).keySet().stream().map(b -> "b=" + b).toList();
     }
@@ -147,7 +169,8 @@ final class MlpResults {
     List<double[]> values(int width) {
         return cells.getOrDefault(width, Map.of()).values().stream().map(c -> new double[] {
                 c.graphPdl == null ? Double.NaN : c.graphPdl.sync(),
-                c.torchGraph == null ? Double.NaN : c.torchGraph.sync()}).toList();
+                c.torchGraph == null ? Double.NaN : c.torchGraph.sync(),
+                c.cublasLt == null ? Double.NaN : c.cublasLt.sync()}).toList();
     }
 
     private static String sync(Time time) {

@@ -19,7 +19,8 @@ import java.util.Map;
  *
  * <p>Usage: {@code Report jmh.json native.json outputDir}. Either file may be absent (no nvcc, or a run
  * of some parts only); its columns then read n/a. Where {@code outputDir} holds the MLP logs
- * ({@code mlp-native.log}, {@code mlp-torch.log}), their comparison is added ({@link MlpResults}).
+ * ({@code mlp-native.log}, {@code mlp-torch.log}, {@code mlp-cublaslt.log}), their comparison is added
+ * ({@link MlpResults}).
  */
 public final class Report {
     private static final int[] LAUNCH_N = {1, 2, 8, 32, 128};
@@ -53,7 +54,7 @@ public final class Report {
             report.readNative(Files.readString(nativeFile));
         }
         Path out = Path.of(args[2]);
-        for (String log : new String[] {"mlp-native.log", "mlp-torch.log"}) {
+        for (String log : new String[] {"mlp-native.log", "mlp-torch.log", "mlp-cublaslt.log"}) {
             if (Files.exists(out.resolve(log))) {
                 report.mlp.read(Files.readString(out.resolve(log)));
             }
@@ -283,7 +284,7 @@ public final class Report {
      */
     String svg() {
         int width = 960;
-        int height = mlp.isEmpty() ? 420 : 820;
+        int height = mlp.isEmpty() ? 420 : 840;
         StringBuilder svg = new StringBuilder();
         svg.append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"").append(width).append("\" height=\"")
                 .append(height).append("\" font-family=\"sans-serif\" font-size=\"11\">\n");
@@ -315,8 +316,8 @@ public final class Report {
         if (!mlp.isEmpty()) {
             svg.append(text(width / 2, 430, "16-layer MLP, µs per forward synchronising each (log scale)", 14,
                     "middle"));
-            List<String> mlpSeries = List.of("cudagraph4j graph (PDL)", "PyTorch graph replay");
-            List<String> mlpColors = List.of("#d62728", "#7f7f7f");
+            List<String> mlpSeries = List.of("cudagraph4j graph (PDL)", "PyTorch graph replay", "cuBLASLt graph");
+            List<String> mlpColors = List.of("#d62728", "#7f7f7f", "#2ca02c");
             int[] widths = {512, 1024, 4096};
             for (int i = 0; i < widths.length; i++) {
                 if (mlp.groups(widths[i]).isEmpty()) {
@@ -385,11 +386,15 @@ public final class Report {
             int labelY = plotBottom + 14 + (stagger && g % 2 == 1 ? 11 : 0);
             svg.append(text(gx + groupWidth / 2 - 5, labelY, escape(groups.get(g)), 10, "middle"));
         }
+        // Side by side where every label fits its share of the width, else one per line.
+        int slot = (plotRight - plotLeft) / series.size();
+        boolean stackLegend = series.stream().anyMatch(label -> 14 + label.length() * LABEL_CHAR_WIDTH > slot);
         for (int s = 0; s < series.size(); s++) {
-            int lx = plotLeft + s * ((plotRight - plotLeft) / series.size());
+            int lx = stackLegend ? plotLeft : plotLeft + s * slot;
+            int ly = stackLegend ? legendY + s * 12 : legendY;
             svg.append(String.format(Locale.ROOT, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>%n",
-                    lx, legendY, colors.get(s)));
-            svg.append(text(lx + 14, legendY + 9, escape(series.get(s)), 10, "start"));
+                    lx, ly, colors.get(s)));
+            svg.append(text(lx + 14, ly + 9, escape(series.get(s)), 10, "start"));
         }
     }
 

@@ -45,6 +45,59 @@ class MlpResultsTest {
         assertTrue(key.equals("mlp/graph/512/32/pdl"), key);
     }
 
+    /** Lines as native/mlp_cublaslt.cu prints them: only the "MLP16 cublaslt graph" ones are results. */
+    private static final String CUBLASLT_LOG = """
+            device: NVIDIA H200, 132 SMs; cuBLASLt 130100, CUDA runtime 13000; FP32, CUBLAS_COMPUTE_32F (no TF32), \
+            epilogue RELU_BIAS, heuristic's first algorithm, 32 MiB workspace
+            clock warm-up: 2.1 s of spinning kernels on every SM before the first measurement
+            cublaslt algo: width 512 batch 32: id 21 tile 15 stages 8 split-k 1 reduction 0 swizzle 0, \
+            workspace 0 bytes, waves 0.12
+            check cublaslt 1 layer: width 512 batch 32: relative error 3.10e-07 over 32 rows
+            check cublaslt eager 16 layers: width 512 batch 32: relative error 1.20e-06 over 32 rows
+            check cublaslt graph 16 layers: width 512 batch 32: relative error 1.20e-06 over 32 rows
+            graph: width 512 batch 32: 16 nodes for 16 layers
+            MLP16 cublaslt graph: width 512 batch 32: 117.0 us/forward sync each (median), 110.5 us pipelined
+            MLP16 cublaslt graph: width 1024 batch 8: 150.0 us/forward sync each (median), 140.0 us pipelined
+            CHECK FAILED cublaslt graph 16 layers: width 4096 batch 256: 0 non-finite outputs, relative error 0.9 \
+            over 32 rows (tolerance 0.0001)
+
+            checks failed: 1
+            """;
+
+    @Test
+    void theRatioToCublasLtIsTheFasterNativeGraphOverCublasLtsGraph() throws IOException {
+        MlpResults results = firstRun();
+        results.read(CUBLASLT_LOG);
+        assertEquals(206.3 / 117.0, results.ratioToCublasLt(512, 32), 1e-12);
+        assertEquals(171.1 / 150.0, results.ratioToCublasLt(1024, 8), 1e-12);
+        assertNull(results.ratioToCublasLt(4096, 256), "a cell that failed its check has no cuBLASLt time");
+        assertEquals(206.3 / 177.4, results.ratio(512, 32), 1e-12, "the ratio to PyTorch is unchanged");
+        String md = results.markdown();
+        assertTrue(md.contains("| 512 | 32 | 32x32 x1 | 209.9 | 206.3 | 200.4 | n/a | 754.3 | 177.4 | 165.3 | 1.16 "
+                + "| 117.0 | 1.76 |"), md);
+        assertTrue(md.contains("| ratio | cuBLASLt graph sync | best / cuBLASLt |"), md);
+    }
+
+    @Test
+    void withoutTheCublasLtLogItsColumnsReadNotAvailable() throws IOException {
+        MlpResults results = firstRun();
+        results.read("run-benchmarks: mlp_cublaslt.cu did not build (no cuBLAS headers or libcublasLt?), so no "
+                + "cuBLASLt MLP baseline; see native-build.log\n");
+        assertNull(results.ratioToCublasLt(512, 32));
+        assertTrue(results.markdown().contains("| 177.4 | 165.3 | 1.16 | n/a | n/a |"));
+    }
+
+    @Test
+    void theCublasLtLogAloneMakesCellsWithOnlyItsColumn() {
+        MlpResults results = new MlpResults();
+        results.read(CUBLASLT_LOG);
+        assertTrue(!results.isEmpty());
+        assertNull(results.ratio(512, 32));
+        assertNull(results.ratioToCublasLt(512, 32), "no native graph to compare");
+        assertTrue(results.markdown().contains("| 512 | 32 | n/a | n/a | n/a | n/a | n/a | n/a | n/a | n/a | n/a "
+                + "| 117.0 | n/a |"), results.markdown());
+    }
+
     @Test
     void withoutThePyTorchLogTheRatiosAndTargetsReadNotAvailable() throws IOException {
         MlpResults nativeOnly = new MlpResults();
@@ -61,5 +114,8 @@ class MlpResultsTest {
         String svg = report.svg();
         assertTrue(svg.contains(">width 512<") && svg.contains(">width 1024<") && svg.contains(">width 4096<"), svg);
         assertTrue(svg.contains("b=32 cudagraph4j graph (PDL): 206"), svg);
+        assertTrue(svg.contains(">cuBLASLt graph<"), "the legend names cuBLASLt's series even before it ran");
+        report.mlp().read(CUBLASLT_LOG);
+        assertTrue(report.svg().contains("b=32 cuBLASLt graph: 117"), report.svg());
     }
 }
