@@ -151,9 +151,10 @@ static double time_in_graph(const Config &c, const Problem &p, int slices, cudaS
 
 /// A 16-layer MLP (x -> ping -> pong -> ... ) on one configuration, captured into one graph, with and
 /// without PDL: µs per forward synchronising after each (median of 200) and pipelined (200, one
-/// sync). PDL must not change a bit of the output.
+/// sync). Each layer has its own weights, as in PyTorch's and cuBLASLt's twins, so that no layer
+/// finds another's weights in L2. PDL must not change a bit of the output.
 static void time_mlp(const Config &c, const Problem &p, int m, int slices, float *act[2], const std::vector<float> &ha,
-                     cudaStream_t stream) {
+                     const std::vector<float *> &weights, cudaStream_t stream) {
   const size_t count = (size_t)m * p.n;
   std::vector<float> without_pdl;
   for (bool pdl : {false, true}) {
@@ -166,6 +167,7 @@ static void time_mlp(const Config &c, const Problem &p, int m, int slices, float
       lp.m = m;
       lp.a = act[layer % 2];
       lp.d = act[(layer + 1) % 2];
+      lp.w = weights[layer];
       launch(c, lp, slices, stream, pdl);
     }
     CK(cudaStreamEndCapture(stream, &graph));
@@ -331,15 +333,25 @@ int main(int argc, char **argv) {
                << '\t' << b.us << '\t' << b.seed_us << '\n';
     }
 
-    // 16-layer MLP on the best configuration: one graph.
+    // 16-layer MLP on the best configuration: one graph. Layer 0 takes the checked weights, the
+    // others fresh ones of the same scale.
     float *act[2];
     CK(cudaMalloc(&act[0], a_count * 4));
     CK(cudaMalloc(&act[1], a_count * 4));
+    std::vector<float *> weights{p.w};
+    for (int layer = 1; layer < 16; ++layer) {
+      for (auto &v : hw) v = rng.next() / std::sqrt((float)width);
+      float *w;
+      CK(cudaMalloc(&w, w_count * 4));
+      CK(cudaMemcpy(w, hw.data(), w_count * 4, cudaMemcpyHostToDevice));
+      weights.push_back(w);
+    }
     for (int m : batches) {
       for (const Config &c : configs) {
-        if (c.name == best[{m, width}].name) time_mlp(c, p, m, best[{m, width}].slices, act, ha, stream);
+        if (c.name == best[{m, width}].name) time_mlp(c, p, m, best[{m, width}].slices, act, ha, weights, stream);
       }
     }
+    for (size_t layer = 1; layer < weights.size(); ++layer) CK(cudaFree(weights[layer]));
     for (void *ptr : {(void *)act[0], (void *)act[1], (void *)p.a, (void *)p.w, (void *)p.bias, (void *)p.d,
                       (void *)p.workspace, (void *)p.tickets})
       CK(cudaFree(ptr));
