@@ -24,6 +24,6 @@ gencode+=(-gencode "arch=compute_$last,code=compute_$last")  # PTX for newer GPU
 # Uncompressed: the library checks every image before the driver sees it and refuses compressed
 # fatbin entries, which it cannot check.
 "$NVCC" -fatbin -O3 --no-compress "${gencode[@]}" -o "$OUT/empty.fatbin" "$HERE/empty.cu"
-"$NVCC" -O3 -std=c++17 -arch=sm_90 -cudart shared -Xcompiler -Wall,-Wextra \
+"$NVCC" -O3 -std=c++17 -arch=native -cudart shared -Xcompiler -Wall,-Wextra \
   -o "$OUT/launch_overhead" "$HERE/launch_overhead.cu"
 echo "build.sh: built $OUT/launch_overhead and $OUT/empty.fatbin ($("$NVCC" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
