@@ -12,23 +12,41 @@ import org.cudagraph4j.cudart.cudaDeviceProp;
 public final class Devices {
     private Devices() {}
 
+    /**
+     * The number of CUDA devices the runtime can use.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DEVICE.html">cudaGetDeviceCount</a>
+     */
     public static int count() {
         CudartLoader.ensureLoaded();
         return Out.intValue("cudaGetDeviceCount", null, (arena, count) -> cudaGetDeviceCount(count));
     }
 
-    /** Makes {@code ordinal} current on the calling OS thread. */
+    /**
+     * Makes {@code ordinal} current on the calling OS thread.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DEVICE.html">cudaSetDevice</a>
+     */
     public static void use(int ordinal) {
         CudartLoader.ensureLoaded();
         Status.check(cudaSetDevice(ordinal), "cudaSetDevice", "device " + ordinal);
     }
 
+    /**
+     * The loaded runtime's version, as {@code 1000 * major + 10 * minor}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART____VERSION.html">cudaRuntimeGetVersion</a>
+     */
     public static int runtimeVersion() {
         CudartLoader.ensureLoaded();
         return Out.intValue("cudaRuntimeGetVersion", null, (arena, version) -> cudaRuntimeGetVersion(version));
     }
 
-    /** The newest runtime the installed driver supports; 0 when no driver is installed. */
+    /**
+     * The newest runtime the installed driver supports; 0 when no driver is installed.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART____VERSION.html">cudaDriverGetVersion</a>
+     */
     public static int driverVersion() {
         CudartLoader.ensureLoaded();
         return Out.intValue("cudaDriverGetVersion", null, (arena, version) -> cudaDriverGetVersion(version));
@@ -38,6 +56,11 @@ public final class Devices {
     public record Properties(String name, int major, int minor, int multiprocessorCount, long totalMemoryBytes,
             long sharedMemPerBlockOptinBytes, int l2CacheBytes, int maxThreadsPerBlock, int warpSize) {}
 
+    /**
+     * The properties of device {@code ordinal} that the library reports.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DEVICE.html">cudaGetDeviceProperties</a>
+     */
     public static Properties properties(int ordinal) {
         CudartLoader.ensureLoaded();
         try (Arena arena = Arena.ofConfined()) {
@@ -59,7 +82,7 @@ public final class Devices {
     /**
      * Whether {@code device} can read and write {@code peer}'s memory directly ({@code cudaDeviceCanAccessPeer}).
      *
-     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__PEER.html">Peer device memory access</a>
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__PEER.html">cudaDeviceCanAccessPeer</a>
      */
     public static boolean canAccessPeer(int device, int peer) {
         CudartLoader.ensureLoaded();
@@ -70,6 +93,9 @@ public final class Devices {
     /**
      * Lets {@code device} access {@code peer}'s memory ({@code cudaDeviceEnablePeerAccess}, made
      * from {@code device}); already enabled is not an error.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__PEER.html">cudaDeviceEnablePeerAccess</a>
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__ERROR.html">cudaGetLastError</a>
      */
     public static void enablePeerAccess(int device, int peer) {
         use(device);
@@ -81,7 +107,11 @@ public final class Devices {
         Status.check(status, "cudaDeviceEnablePeerAccess", "device " + device + ", peer " + peer);
     }
 
-    /** Blocks until all work on the current device is done. */
+    /**
+     * Blocks until all work on the current device is done.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DEVICE.html">cudaDeviceSynchronize</a>
+     */
     public static void synchronize() {
         Status.check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     }
@@ -89,6 +119,11 @@ public final class Devices {
     /** Free and total memory of the current device, in bytes. */
     public record MemoryInfo(long freeBytes, long totalBytes) {}
 
+    /**
+     * Free and total memory of the current device.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html">cudaMemGetInfo</a>
+     */
     public static MemoryInfo memoryInfo() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment free = arena.allocate(JAVA_LONG);
@@ -101,6 +136,11 @@ public final class Devices {
     /** The current device's stream priorities; a greater priority is a lower number. */
     public record PriorityRange(int least, int greatest) {}
 
+    /**
+     * The current device's least and greatest stream priorities.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DEVICE.html">cudaDeviceGetStreamPriorityRange</a>
+     */
     public static PriorityRange streamPriorityRange() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment least = arena.allocate(JAVA_INT);
@@ -110,7 +150,11 @@ public final class Devices {
         }
     }
 
-    /** Reads and clears the calling thread's last launch error. */
+    /**
+     * Reads and clears the calling thread's last launch error.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__ERROR.html">cudaGetLastError</a>
+     */
     public static void checkLastError() {
         CudartLoader.ensureLoaded();
         Status.check(cudaGetLastError(), "cudaGetLastError");

@@ -33,6 +33,11 @@ public final class Graphs {
 
     // Capture.
 
+    /**
+     * Begins capturing the work queued on {@code stream}, in {@code cudaStreamCaptureMode} {@code mode}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html">cudaStreamBeginCapture</a>
+     */
     public static void beginCapture(MemorySegment stream, int mode) {
         Status.check(cudaStreamBeginCapture(stream, mode), "cudaStreamBeginCapture");
     }
@@ -40,6 +45,9 @@ public final class Graphs {
     /**
      * Ends capture. Returns the graph, or the failure: an invalidated capture ends with
      * {@code cudaErrorStreamCaptureInvalidated} and no graph.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html">cudaStreamEndCapture</a>
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphDestroy</a>
      */
     public static MemorySegment endCapture(MemorySegment stream) {
         try (Arena arena = Arena.ofConfined()) {
@@ -65,6 +73,11 @@ public final class Graphs {
      */
     public record CaptureInfo(int status, long id) {}
 
+    /**
+     * The capture status and id of {@code stream}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html">cudaStreamGetCaptureInfo</a>
+     */
     public static CaptureInfo captureInfo(MemorySegment stream) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment status = arena.allocate(JAVA_INT);
@@ -87,6 +100,8 @@ public final class Graphs {
     /**
      * Right after a launch on a capturing {@code stream}, the node that launch became: the one node
      * the next captured operation would depend on. 0 when there is not exactly one such node.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html">cudaStreamGetCaptureInfo</a>
      */
     public static long capturedNode(MemorySegment stream) {
         MemorySegment query = CAPTURE_QUERY.get();
@@ -113,6 +128,11 @@ public final class Graphs {
      */
     public record CaptureGraph(MemorySegment graph, List<MemorySegment> dependencies) {}
 
+    /**
+     * The graph and dependencies of the capture on {@code stream}; throws if it is not capturing.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html">cudaStreamGetCaptureInfo</a>
+     */
     public static CaptureGraph captureGraph(MemorySegment stream) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment status = arena.allocate(JAVA_INT);
@@ -136,7 +156,11 @@ public final class Graphs {
         }
     }
 
-    /** Makes {@code nodes} the only dependencies of the next operation captured on {@code stream}. */
+    /**
+     * Makes {@code nodes} the only dependencies of the next operation captured on {@code stream}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html">cudaStreamUpdateCaptureDependencies</a>
+     */
     public static void setCaptureDependencies(MemorySegment stream, List<MemorySegment> nodes) {
         try (Arena arena = Arena.ofConfined()) {
             Status.check(cudaStreamUpdateCaptureDependencies(stream, array(arena, nodes), MemorySegment.NULL,
@@ -146,11 +170,21 @@ public final class Graphs {
 
     // Construction.
 
+    /**
+     * A new empty graph.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphCreate</a>
+     */
     public static MemorySegment create() {
         CudartLoader.ensureLoaded();
         return Out.pointer("cudaGraphCreate", null, (arena, graph) -> cudaGraphCreate(graph, 0));
     }
 
+    /**
+     * Destroys {@code graph} and its nodes.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphDestroy</a>
+     */
     public static void destroy(MemorySegment graph) {
         Status.check(cudaGraphDestroy(graph), "cudaGraphDestroy");
     }
@@ -159,12 +193,23 @@ public final class Graphs {
     public record KernelParams(MemorySegment function, int gridX, int gridY, int gridZ, int blockX, int blockY,
             int blockZ, int sharedMemBytes, MemorySegment arguments) {}
 
+    /**
+     * Adds a kernel node after {@code dependencies}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphAddKernelNode</a>
+     */
     public static MemorySegment addKernelNode(MemorySegment graph, List<MemorySegment> dependencies,
             KernelParams params) {
         return Out.pointer("cudaGraphAddKernelNode", null, (arena, node) -> cudaGraphAddKernelNode(node, graph,
                 array(arena, dependencies), dependencies.size(), kernelParams(arena, params)));
     }
 
+    /**
+     * Adds a one-dimensional copy node after {@code dependencies}; the direction is inferred
+     * ({@code cudaMemcpyDefault}).
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphAddMemcpyNode1D</a>
+     */
     public static MemorySegment addMemcpyNode(MemorySegment graph, List<MemorySegment> dependencies,
             long destination, long source, long byteSize) {
         return Out.pointer("cudaGraphAddMemcpyNode1D", null, (arena, node) -> cudaGraphAddMemcpyNode1D(node, graph,
@@ -172,7 +217,11 @@ public final class Graphs {
                 MemorySegment.ofAddress(source), byteSize, cudaMemcpyDefault()));
     }
 
-    /** A memset of {@code byteSize} bytes, one byte per element. */
+    /**
+     * A memset of {@code byteSize} bytes, one byte per element.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphAddMemsetNode</a>
+     */
     public static MemorySegment addMemsetNode(MemorySegment graph, List<MemorySegment> dependencies,
             long destination, int byteValue, long byteSize) {
         return Out.pointer("cudaGraphAddMemsetNode", null, (arena, node) -> {
@@ -187,24 +236,43 @@ public final class Graphs {
         });
     }
 
+    /**
+     * Adds an empty node after {@code dependencies}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphAddEmptyNode</a>
+     */
     public static MemorySegment addEmptyNode(MemorySegment graph, List<MemorySegment> dependencies) {
         return Out.pointer("cudaGraphAddEmptyNode", null,
                 (arena, node) -> cudaGraphAddEmptyNode(node, graph, array(arena, dependencies), dependencies.size()));
     }
 
+    /**
+     * Adds a node that records {@code event}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphAddEventRecordNode</a>
+     */
     public static MemorySegment addEventRecordNode(MemorySegment graph, List<MemorySegment> dependencies,
             MemorySegment event) {
         return Out.pointer("cudaGraphAddEventRecordNode", null, (arena, node) -> cudaGraphAddEventRecordNode(node,
                 graph, array(arena, dependencies), dependencies.size(), event));
     }
 
+    /**
+     * Adds a node that waits for {@code event}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphAddEventWaitNode</a>
+     */
     public static MemorySegment addEventWaitNode(MemorySegment graph, List<MemorySegment> dependencies,
             MemorySegment event) {
         return Out.pointer("cudaGraphAddEventWaitNode", null, (arena, node) -> cudaGraphAddEventWaitNode(node, graph,
                 array(arena, dependencies), dependencies.size(), event));
     }
 
-    /** Adds a copy of {@code child} as one node. */
+    /**
+     * Adds a copy of {@code child} as one node.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphAddChildGraphNode</a>
+     */
     public static MemorySegment addChildGraphNode(MemorySegment graph, List<MemorySegment> dependencies,
             MemorySegment child) {
         return Out.pointer("cudaGraphAddChildGraphNode", null, (arena, node) -> cudaGraphAddChildGraphNode(node,
@@ -235,6 +303,7 @@ public final class Graphs {
      *
      * @param type {@code cudaGraphCondTypeIf}, {@code While} or {@code Switch}
      * @param size the number of bodies: 1 or 2 for IF, 1 for WHILE, any positive count for SWITCH
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphAddNode</a>
      */
     public static ConditionalNode addConditionalNode(MemorySegment graph, List<MemorySegment> dependencies,
             long handle, int type, int size) {
@@ -255,6 +324,11 @@ public final class Graphs {
         }
     }
 
+    /**
+     * Every node of {@code graph}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphGetNodes</a>
+     */
     public static List<MemorySegment> nodes(MemorySegment graph) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment count = arena.allocate(JAVA_LONG);
@@ -282,6 +356,8 @@ public final class Graphs {
     /**
      * Every edge with its type. The edge data is always asked for: without it, the query fails
      * ({@code cudaErrorLossyQuery}) on a graph with a programmatic edge, as a PDL capture makes.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphGetEdges</a>
      */
     public static List<Edge> edges(MemorySegment graph) {
         try (Arena arena = Arena.ofConfined()) {
@@ -309,6 +385,8 @@ public final class Graphs {
     /**
      * Adds a programmatic edge from kernel node {@code from}'s programmatic port to kernel node
      * {@code to} ({@code cudaGraphDependencyTypeProgrammatic}, {@code cudaGraphKernelNodePortProgrammatic}).
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphAddDependencies</a>
      */
     public static void addProgrammaticDependency(MemorySegment graph, MemorySegment from, MemorySegment to) {
         try (Arena arena = Arena.ofConfined()) {
@@ -320,10 +398,20 @@ public final class Graphs {
         }
     }
 
+    /**
+     * The {@code cudaGraphNodeType} of {@code node}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphNodeGetType</a>
+     */
     public static int nodeType(MemorySegment node) {
         return Out.intValue("cudaGraphNodeGetType", null, (arena, type) -> cudaGraphNodeGetType(node, type));
     }
 
+    /**
+     * A kernel node's launch parameters; the arguments are not read back ({@code NULL}).
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphKernelNodeGetParams</a>
+     */
     public static KernelParams kernelNodeParams(MemorySegment node) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment params = cudaKernelNodeParams.allocate(arena);
@@ -339,6 +427,11 @@ public final class Graphs {
     /** What a one-dimensional copy node copies: device or host addresses, and the byte count. */
     public record CopyNode(long destination, long source, long byteSize) {}
 
+    /**
+     * What a copy node copies.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphMemcpyNodeGetParams</a>
+     */
     public static CopyNode memcpyNodeParams(MemorySegment node) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment params = cudaMemcpy3DParms.allocate(arena);
@@ -353,6 +446,11 @@ public final class Graphs {
     /** What a memset node sets: the device address, the element value, and the byte count. */
     public record SetNode(long destination, long value, long byteSize) {}
 
+    /**
+     * What a memset node sets.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphMemsetNodeGetParams</a>
+     */
     public static SetNode memsetNodeParams(MemorySegment node) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment params = cudaMemsetParams.allocate(arena);
@@ -363,11 +461,22 @@ public final class Graphs {
         }
     }
 
+    /**
+     * The graph embedded in a child-graph node, owned by the node.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphChildGraphNodeGetGraph</a>
+     */
     public static MemorySegment childGraph(MemorySegment node) {
         return Out.pointer("cudaGraphChildGraphNodeGetGraph", null,
                 (arena, graph) -> cudaGraphChildGraphNodeGetGraph(node, graph));
     }
 
+    /**
+     * The event of an event-record node ({@code record}) or of an event-wait node.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphEventRecordNodeGetEvent</a>
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphEventWaitNodeGetEvent</a>
+     */
     public static MemorySegment eventOf(MemorySegment node, boolean record) {
         return record
                 ? Out.pointer("cudaGraphEventRecordNodeGetEvent", null,
@@ -376,6 +485,11 @@ public final class Graphs {
                         (arena, event) -> cudaGraphEventWaitNodeGetEvent(node, event));
     }
 
+    /**
+     * Writes a DOT description of {@code graph} to the file {@code path}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphDebugDotPrint</a>
+     */
     public static void debugDotPrint(MemorySegment graph, String path, boolean verbose) {
         try (Arena arena = Arena.ofConfined()) {
             Status.check(cudaGraphDebugDotPrint(graph, arena.allocateFrom(path),
@@ -399,6 +513,7 @@ public final class Graphs {
      * {@code cudaGraphInstantiateWithParams}.
      *
      * @param onFailure the exception to throw for a failure, made by the caller, which knows its types
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphInstantiateWithParams</a>
      */
     public static MemorySegment instantiate(MemorySegment graph, long flags, MemorySegment uploadStream,
             Function<GraphFailure, RuntimeException> onFailure) {
@@ -418,14 +533,29 @@ public final class Graphs {
         }
     }
 
+    /**
+     * Destroys an executable graph.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphExecDestroy</a>
+     */
     public static void destroyExec(MemorySegment exec) {
         Status.check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
     }
 
+    /**
+     * Uploads {@code exec} to the device in {@code stream}'s order, ahead of its launches.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphUpload</a>
+     */
     public static void upload(MemorySegment exec, MemorySegment stream) {
         Status.check(cudaGraphUpload(exec, stream), "cudaGraphUpload");
     }
 
+    /**
+     * Launches {@code exec} on {@code stream}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphLaunch</a>
+     */
     public static void launch(MemorySegment exec, MemorySegment stream) {
         int status = cudaGraphLaunch(exec, stream);
         if (status != Status.SUCCESS) {
@@ -437,6 +567,7 @@ public final class Graphs {
      * {@code cudaGraphExecUpdate}.
      *
      * @param onFailure the exception to throw for a failure, made by the caller, which knows its types
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphExecUpdate</a>
      */
     public static void update(MemorySegment exec, MemorySegment graph,
             Function<GraphFailure, RuntimeException> onFailure) {
@@ -458,6 +589,11 @@ public final class Graphs {
     private static final ThreadLocal<MemorySegment> NODE_UPDATE =
             ThreadLocal.withInitial(() -> cudaKernelNodeParams.allocate(Arena.ofAuto()));
 
+    /**
+     * Sets the parameters of kernel node {@code node} in {@code exec}; the graph it came from is unchanged.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphExecKernelNodeSetParams</a>
+     */
     public static void setKernelNodeParams(MemorySegment exec, MemorySegment node, KernelParams params) {
         Status.check(cudaGraphExecKernelNodeSetParams(exec, node, kernelParams(NODE_UPDATE.get(), params)),
                 "cudaGraphExecKernelNodeSetParams");

@@ -21,22 +21,42 @@ public final class Libraries {
 
     private Libraries() {}
 
-    /** Loads a cubin, fatbin or NUL-terminated PTX image. */
+    /**
+     * Loads a cubin, fatbin or NUL-terminated PTX image.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__LIBRARY.html">cudaLibraryLoadData</a>
+     */
     public static MemorySegment load(MemorySegment image, String description) {
         CudartLoader.ensureLoaded();
         return Out.pointer("cudaLibraryLoadData", description, (arena, library) -> cudaLibraryLoadData(library, image,
                 MemorySegment.NULL, MemorySegment.NULL, 0, MemorySegment.NULL, MemorySegment.NULL, 0));
     }
 
+    /**
+     * Unloads a library from {@link #load}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__LIBRARY.html">cudaLibraryUnload</a>
+     */
     public static void unload(MemorySegment library) {
         Status.check(cudaLibraryUnload(library), "cudaLibraryUnload");
     }
 
+    /**
+     * The kernel named {@code name} in {@code library}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__LIBRARY.html">cudaLibraryGetKernel</a>
+     */
     public static MemorySegment kernel(MemorySegment library, String name) {
         return Out.pointer("cudaLibraryGetKernel", "kernel " + name,
                 (arena, kernel) -> cudaLibraryGetKernel(kernel, library, arena.allocateFrom(name)));
     }
 
+    /**
+     * Every kernel in {@code library}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__LIBRARY.html">cudaLibraryGetKernelCount</a>
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__LIBRARY.html">cudaLibraryEnumerateKernels</a>
+     */
     public static List<MemorySegment> kernels(MemorySegment library) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment count = arena.allocate(JAVA_INT);
@@ -52,7 +72,11 @@ public final class Libraries {
         }
     }
 
-    /** {@code cudaFuncGetName}: the symbol as compiled (mangled for C++ kernels). */
+    /**
+     * {@code cudaFuncGetName}: the symbol as compiled (mangled for C++ kernels).
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXECUTION.html">cudaFuncGetName</a>
+     */
     public static String name(MemorySegment function) {
         return Status.cString(Out.pointer("cudaFuncGetName", null, (arena, name) -> cudaFuncGetName(name, function)));
     }
@@ -63,7 +87,12 @@ public final class Libraries {
      */
     public record Parameter(int index, long offsetBytes, long sizeBytes) {}
 
-    /** Every parameter's offset and size, from {@code cudaFuncGetParamInfo}. */
+    /**
+     * Every parameter's offset and size, from {@code cudaFuncGetParamInfo}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXECUTION.html">cudaFuncGetParamInfo</a>
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__ERROR.html">cudaGetLastError</a>
+     */
     public static List<Parameter> parameters(MemorySegment function) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment offset = arena.allocate(JAVA_LONG);
@@ -82,7 +111,11 @@ public final class Libraries {
         }
     }
 
-    /** Sets a {@code cudaFuncAttribute} for the current device. */
+    /**
+     * Sets a {@code cudaFuncAttribute} for the current device.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXECUTION.html">cudaFuncSetAttribute</a>
+     */
     public static void setAttribute(MemorySegment function, int attribute, int value, String context) {
         Status.check(cudaFuncSetAttribute(function, attribute, value), "cudaFuncSetAttribute", context);
     }
@@ -122,6 +155,8 @@ public final class Libraries {
      * {@code cudaLaunchKernelExC} with programmatic stream serialization: the kernel may start before
      * the previous kernel on the stream has finished, and must wait for it on the device
      * ({@code griddepcontrol.wait}) before touching what that kernel writes or reads.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXECUTION.html">cudaLaunchKernelExC</a>
      */
     public static void launchProgrammatic(MemorySegment function, int gridX, int gridY, int gridZ, int blockX,
             int blockY, int blockZ, int sharedMemBytes, MemorySegment arguments, MemorySegment stream,
@@ -138,7 +173,11 @@ public final class Libraries {
         }
     }
 
-    /** {@code cudaLaunchKernel}; {@code arguments} is the {@code void*[]} of parameter addresses. */
+    /**
+     * {@code cudaLaunchKernel}; {@code arguments} is the {@code void*[]} of parameter addresses.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXECUTION.html">cudaLaunchKernel</a>
+     */
     public static void launch(MemorySegment function, int gridX, int gridY, int gridZ, int blockX, int blockY,
             int blockZ, int sharedMemBytes, MemorySegment arguments, MemorySegment stream, String kernelName) {
         LaunchDims dims = DIMS.get();

@@ -12,23 +12,41 @@ import java.lang.foreign.MemorySegment;
 public final class Memory {
     private Memory() {}
 
-    /** {@code cudaMalloc} on the current device. */
+    /**
+     * {@code cudaMalloc} on the current device.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html">cudaMalloc</a>
+     */
     public static long malloc(long byteSize) {
         return Out.pointer("cudaMalloc", byteSize + " bytes", (arena, pointer) -> cudaMalloc(pointer, byteSize))
                 .address();
     }
 
+    /**
+     * Frees device memory from {@link #malloc}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html">cudaFree</a>
+     */
     public static void free(long devicePointer) {
         Status.check(cudaFree(MemorySegment.ofAddress(devicePointer)), "cudaFree");
     }
 
-    /** Page-locked host memory, accessible from every device. */
+    /**
+     * Page-locked host memory, accessible from every device.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html">cudaHostAlloc</a>
+     */
     public static MemorySegment mallocHost(long byteSize) {
         CudartLoader.ensureLoaded();
         return Out.pointer("cudaHostAlloc", byteSize + " bytes",
                 (arena, pointer) -> cudaHostAlloc(pointer, byteSize, cudaHostAllocPortable()));
     }
 
+    /**
+     * Frees page-locked host memory from {@link #mallocHost}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html">cudaFreeHost</a>
+     */
     public static void freeHost(MemorySegment pointer) {
         Status.check(cudaFreeHost(pointer), "cudaFreeHost");
     }
@@ -39,6 +57,9 @@ public final class Memory {
      * does not promise that: device-to-device copies (and copies from pageable memory) may still be
      * in flight when it returns, unordered with the library's non-blocking streams. So the copy is
      * queued on the current device's legacy stream, which is then synchronized.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html">cudaMemcpyAsync</a>
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html">cudaStreamSynchronize</a>
      */
     public static void copy(long destination, long source, long byteSize) {
         Status.check(cudaMemcpyAsync(MemorySegment.ofAddress(destination), MemorySegment.ofAddress(source), byteSize,
@@ -46,19 +67,33 @@ public final class Memory {
         Status.check(cudaStreamSynchronize(MemorySegment.NULL), "cudaStreamSynchronize", "after a synchronous copy");
     }
 
-    /** Copy ordered on {@code stream}; host memory must stay valid until it completes. */
+    /**
+     * Copy ordered on {@code stream}; host memory must stay valid until it completes.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html">cudaMemcpyAsync</a>
+     */
     public static void copyAsync(long destination, long source, long byteSize, MemorySegment stream) {
         Status.check(cudaMemcpyAsync(MemorySegment.ofAddress(destination), MemorySegment.ofAddress(source), byteSize,
                 cudaMemcpyDefault(), stream), "cudaMemcpyAsync", byteSize + " bytes");
     }
 
-    /** A memset that has completed when this returns; see {@link #copy}. */
+    /**
+     * A memset that has completed when this returns; see {@link #copy}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html">cudaMemsetAsync</a>
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html">cudaStreamSynchronize</a>
+     */
     public static void set(long devicePointer, int byteValue, long byteSize) {
         Status.check(cudaMemsetAsync(MemorySegment.ofAddress(devicePointer), byteValue, byteSize, MemorySegment.NULL),
                 "cudaMemsetAsync");
         Status.check(cudaStreamSynchronize(MemorySegment.NULL), "cudaStreamSynchronize", "after a synchronous memset");
     }
 
+    /**
+     * A memset ordered on {@code stream}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html">cudaMemsetAsync</a>
+     */
     public static void setAsync(long devicePointer, int byteValue, long byteSize, MemorySegment stream) {
         Status.check(cudaMemsetAsync(MemorySegment.ofAddress(devicePointer), byteValue, byteSize, stream),
                 "cudaMemsetAsync");

@@ -34,14 +34,22 @@ public final class MemoryPools {
 
     private MemoryPools() {}
 
-    /** Whether {@code device} supports {@code cudaMallocAsync} and memory pools. */
+    /**
+     * Whether {@code device} supports {@code cudaMallocAsync} and memory pools.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DEVICE.html">cudaDeviceGetAttribute</a>
+     */
     public static boolean supported(int device) {
         CudartLoader.ensureLoaded();
         return Out.intValue("cudaDeviceGetAttribute", "cudaDevAttrMemoryPoolsSupported, device " + device,
                 (arena, value) -> cudaDeviceGetAttribute(value, cudaDevAttrMemoryPoolsSupported(), device)) != 0;
     }
 
-    /** The device's default pool, which the runtime owns and which cannot be destroyed. */
+    /**
+     * The device's default pool, which the runtime owns and which cannot be destroyed.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DEVICE.html">cudaDeviceGetDefaultMemPool</a>
+     */
     public static MemorySegment defaultPool(int device) {
         CudartLoader.ensureLoaded();
         return Out.pointer("cudaDeviceGetDefaultMemPool", "device " + device,
@@ -52,6 +60,7 @@ public final class MemoryPools {
      * A new pool of pinned device memory on {@code device}, not exportable to other processes.
      *
      * @param maxSizeBytes the most the pool may reserve; 0 for the runtime's default (the device's memory)
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__POOLS.html">cudaMemPoolCreate</a>
      */
     public static MemorySegment create(int device, long maxSizeBytes) {
         CudartLoader.ensureLoaded();
@@ -67,32 +76,59 @@ public final class MemoryPools {
         });
     }
 
+    /**
+     * Destroys a pool made by {@link #create}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__POOLS.html">cudaMemPoolDestroy</a>
+     */
     public static void destroy(MemorySegment pool) {
         Status.check(cudaMemPoolDestroy(pool), "cudaMemPoolDestroy");
     }
 
-    /** {@code cudaMallocFromPoolAsync}: usable in {@code stream}'s order, and elsewhere once it has run. */
+    /**
+     * {@code cudaMallocFromPoolAsync}: usable in {@code stream}'s order, and elsewhere once it has run.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__POOLS.html">cudaMallocFromPoolAsync</a>
+     */
     public static long allocate(MemorySegment pool, long byteSize, MemorySegment stream) {
         return Out.pointer("cudaMallocFromPoolAsync", byteSize + " bytes",
                 (arena, pointer) -> cudaMallocFromPoolAsync(pointer, byteSize, pool, stream)).address();
     }
 
-    /** {@code cudaMallocAsync}: from the current pool of {@code stream}'s device. */
+    /**
+     * {@code cudaMallocAsync}: from the current pool of {@code stream}'s device.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__POOLS.html">cudaMallocAsync</a>
+     */
     public static long allocate(long byteSize, MemorySegment stream) {
         return Out.pointer("cudaMallocAsync", byteSize + " bytes",
                 (arena, pointer) -> cudaMallocAsync(pointer, byteSize, stream)).address();
     }
 
-    /** {@code cudaFreeAsync}: the memory returns to its pool when {@code stream} reaches the free. */
+    /**
+     * {@code cudaFreeAsync}: the memory returns to its pool when {@code stream} reaches the free.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__POOLS.html">cudaFreeAsync</a>
+     */
     public static void freeAsync(long devicePointer, MemorySegment stream) {
         Status.check(cudaFreeAsync(MemorySegment.ofAddress(devicePointer), stream), "cudaFreeAsync");
     }
 
+    /**
+     * Reads a pool attribute.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__POOLS.html">cudaMemPoolGetAttribute</a>
+     */
     public static long get(MemorySegment pool, Attribute attribute) {
         return Out.longValue("cudaMemPoolGetAttribute", attribute.name(),
                 (arena, value) -> cudaMemPoolGetAttribute(pool, attribute.value, value));
     }
 
+    /**
+     * Writes a pool attribute.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__POOLS.html">cudaMemPoolSetAttribute</a>
+     */
     public static void set(MemorySegment pool, Attribute attribute, long value) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment in = arena.allocate(JAVA_LONG);
@@ -102,6 +138,11 @@ public final class MemoryPools {
         }
     }
 
+    /**
+     * Releases memory the pool holds but does not use, down to {@code minBytesToKeep} reserved bytes.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__POOLS.html">cudaMemPoolTrimTo</a>
+     */
     public static void trimTo(MemorySegment pool, long minBytesToKeep) {
         Status.check(cudaMemPoolTrimTo(pool, minBytesToKeep), "cudaMemPoolTrimTo", minBytesToKeep + " bytes to keep");
     }

@@ -43,18 +43,30 @@ public final class Status {
         return SharedSecrets.root().callFailed(status, function, context);
     }
 
-    /** Clears the runtime's last-error slot after a failure this library reports itself. */
+    /**
+     * Clears the runtime's last-error slot after a failure this library reports itself.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__ERROR.html">cudaGetLastError</a>
+     */
     public static void clearLastError() {
         cudaGetLastError();
     }
 
-    /** The runtime's name for a code, e.g. {@code cudaErrorNoDevice}. */
+    /**
+     * The runtime's name for a code, e.g. {@code cudaErrorNoDevice}.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__ERROR.html">cudaGetErrorName</a>
+     */
     public static String name(int status) {
         CudartLoader.ensureLoaded();
         return text(cudaGetErrorName(status), "unrecognized error code");
     }
 
-    /** The runtime's explanation of a code. */
+    /**
+     * The runtime's explanation of a code.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__ERROR.html">cudaGetErrorString</a>
+     */
     public static String explanation(int status) {
         CudartLoader.ensureLoaded();
         return text(cudaGetErrorString(status), "no explanation available");
