@@ -416,6 +416,21 @@ public final class CudaGraph implements AutoCloseable {
     }
 
     /**
+     * Instantiates an executable graph as {@code options} say: its flags, and the stream to upload it
+     * on, if any.
+     *
+     * @param options the flags and the upload stream; {@link InstantiateOptions#defaults()} for none
+     * @return the new executable, which the caller closes; it keeps alive what its nodes use
+     * @throws GraphInstantiateException with the reason and the node at fault
+     * @throws IllegalStateException if this graph or the upload stream is closed
+     * @throws NullPointerException if {@code options} is null
+     */
+    public GraphExec instantiate(InstantiateOptions options) {
+        CudaStream upload = options.uploadStream();
+        return instantiate(upload == null ? MemorySegment.NULL : upload.handle(), options.runtimeFlags());
+    }
+
+    /**
      * Instantiates an executable graph.
      *
      * @param flags options; {@link InstantiateFlag#UPLOAD} is refused here

@@ -225,6 +225,26 @@ class GraphTest {
     }
 
     @Test
+    void optionsInstantiateWithAnUploadAndFlagsAndTheExecutableComputesTheSame() {
+        long seed = TestData.newSeed();
+        float[] y = TestData.randomFloats(N, seed);
+        try (DeviceBuffer dx = device.allocateFloats(N); DeviceBuffer dy = device.allocateFloats(N);
+                CudaGraph graph = pair(dx, dy, 2.0f)) {
+            for (InstantiateOptions options : List.of(InstantiateOptions.defaults(),
+                    InstantiateOptions.defaults().withUpload(stream),
+                    InstantiateOptions.defaults().withUpload(stream).with(InstantiateFlag.USE_NODE_PRIORITY))) {
+                try (GraphExec exec = graph.instantiate(options)) {
+                    dy.copyFrom(y);
+                    exec.launch(stream);
+                    stream.synchronize();
+                    assertArrayEquals(expected(1f, 0.5f, 2.0f, y), dy.toFloatArray(),
+                            options + " " + TestData.seedDescription(seed));
+                }
+            }
+        }
+    }
+
+    @Test
     void wholeGraphUpdateTakesTheNewParameters() {
         long seed = TestData.newSeed();
         float[] y = TestData.randomFloats(N, seed);
