@@ -120,7 +120,7 @@ final class StreamOrder implements Runnable {
      * graph order; this library does not model graph-owned memory, so it refuses.
      */
     private static void refuseCapture(CudaStream stream, MemorySegment handle, long byteSize) {
-        if (Graphs.captureInfo(handle).status() != CaptureStatus.NONE.value()) {
+        if (capturing(handle)) {
             throw new IllegalStateException("cannot allocate " + byteSize + " bytes ordered on " + stream
                     + " while it is capturing: cudaMallocAsync would add a memory-allocation node, owned by the "
                     + "graph. Allocate before the capture begins; the graph then keeps the buffer alive");
@@ -139,14 +139,14 @@ final class StreamOrder implements Runnable {
         if (!allocation.isOpen()) {
             return;
         }
-        int status;
+        boolean capturing;
         try {
-            status = Graphs.captureInfo(stream).status();
+            capturing = capturing(stream);
         } catch (CudaException e) {
             // A dead context (a sticky error): the free below fails too, but the buffer is closed.
-            status = CaptureStatus.NONE.value();
+            capturing = false;
         }
-        if (status != CaptureStatus.NONE.value()) {
+        if (capturing) {
             CaptureTracker.Capture<?> capture = CaptureTracker.of(stream.address());
             if (capture == null) {
                 throw new IllegalStateException(allocation + " cannot be freed while its stream is in a capture "
@@ -170,12 +170,17 @@ final class StreamOrder implements Runnable {
      * @throws IllegalStateException if the stream is capturing, which forbids waiting for it
      */
     void awaitStream(DeviceBuffer buffer) {
-        if (Graphs.captureInfo(stream).status() != CaptureStatus.NONE.value()) {
+        if (capturing(stream)) {
             throw new IllegalStateException("a synchronous copy or memset of " + buffer + " waits for its stream, which "
                     + "is capturing; use the Async forms on that stream instead");
         }
         Devices.use(ordinal);
         Streams.synchronize(stream);
+    }
+
+    /** Whether {@code stream} is recording into a capture (any capture status but none). */
+    private static boolean capturing(MemorySegment stream) {
+        return Graphs.captureInfo(stream).status() != CaptureStatus.NONE.value();
     }
 
     /** The lifetime's free action; runs once. */
@@ -187,10 +192,10 @@ final class StreamOrder implements Runnable {
                 MemoryPools.freeAsync(address, stream);
             } else {
                 Devices.synchronize();
-                if (Graphs.captureInfo(stream).status() == CaptureStatus.NONE.value()) {
-                    MemoryPools.freeAsync(address, stream);
-                } else {
+                if (capturing(stream)) {
                     Memory.free(address);
+                } else {
+                    MemoryPools.freeAsync(address, stream);
                 }
             }
         } finally {
