@@ -115,7 +115,9 @@ public final class CudaKernel {
      *
      * @param config the grid, block, dynamic shared memory and stream
      * @param arguments arguments prepared for this kernel
-     * @throws IllegalArgumentException if {@code arguments} were prepared for another kernel
+     * @throws IllegalArgumentException if {@code arguments} were prepared for another kernel, or a buffer
+     *     among them is on a device that the stream's device cannot reach (neither its own nor a peer
+     *     with {@linkplain CudaDevice#enablePeerAccess access enabled})
      * @throws IllegalStateException if the arguments, or a buffer among them, have been closed:
      *     a launch never touches freed memory
      */
@@ -127,12 +129,13 @@ public final class CudaKernel {
         Dim3 grid = config.grid();
         Dim3 block = config.block();
         MemorySegment stream = config.stream().handle();
+        MemorySegment pointers = arguments.pointers(config.stream().device().ordinal());
         if (config.programmaticDependentLaunch()) {
             Libraries.launchProgrammatic(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
-                    config.sharedMemBytes(), arguments.pointers(), stream, symbol);
+                    config.sharedMemBytes(), pointers, stream, symbol);
         } else {
             Libraries.launch(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
-                    config.sharedMemBytes(), arguments.pointers(), stream, symbol);
+                    config.sharedMemBytes(), pointers, stream, symbol);
         }
         CaptureTracker.Capture<?> capture = CaptureTracker.of(stream.address());
         if (capture != null) {
@@ -161,7 +164,8 @@ public final class CudaKernel {
      *
      * @param config the grid, block, dynamic shared memory and stream
      * @param arguments one per kernel parameter, as for {@link #arguments(Object...)}
-     * @throws IllegalArgumentException if the arguments do not match the parameters
+     * @throws IllegalArgumentException if the arguments do not match the parameters, or a buffer among them
+     *     is on a device that the stream's device cannot reach
      * @throws IllegalStateException if a buffer among the arguments has been closed
      */
     public void launch(LaunchConfig config, Object... arguments) {

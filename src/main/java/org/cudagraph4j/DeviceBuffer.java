@@ -403,9 +403,17 @@ public final class DeviceBuffer implements AutoCloseable {
      *
      * @param byteValue the value for each byte; only the low 8 bits count
      * @param stream the stream the memset is ordered on
+     * @throws IllegalArgumentException if the stream's device cannot reach this buffer: neither its
+     *     device nor a peer with {@linkplain CudaDevice#enablePeerAccess access enabled}
      * @throws IllegalStateException if the allocation or the stream is closed
      */
     public void memsetAsync(int byteValue, CudaStream stream) {
+        int launchDevice = stream.device().ordinal();
+        if (device.ordinal() != launchDevice && !Devices.peerAccessEnabled(launchDevice, device.ordinal())) {
+            throw new IllegalArgumentException(this + " is on device " + device.ordinal() + ", but the stream is on device "
+                    + launchDevice + ", which has no peer access to it: set it on a stream of device "
+                    + device.ordinal() + ", or enable peer access first (CudaDevice.enablePeerAccess)");
+        }
         Memory.setAsync(address(), byteValue, byteSize(), stream.handle());
         keepAliveIfCapturing(stream);
     }

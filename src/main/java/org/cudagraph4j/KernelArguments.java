@@ -7,6 +7,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.LiveCounters;
 
@@ -126,6 +127,28 @@ public final class KernelArguments implements AutoCloseable {
             }
         }
         return pointers;
+    }
+
+    /**
+     * {@link #pointers()} for a launch on device {@code launchDevice}, after checking that the
+     * device can reach every buffer: its own, or a peer's once
+     * {@link CudaDevice#enablePeerAccess} allowed it. Anything else would fault the kernel with an
+     * illegal address, an error that ruins the device's context for the whole process.
+     */
+    MemorySegment pointers(int launchDevice) {
+        MemorySegment result = pointers();
+        for (int i = 0; i < arguments.length; i++) {
+            if (arguments[i] instanceof DeviceBuffer buffer) {
+                int home = buffer.device().ordinal();
+                if (home != launchDevice && !Devices.peerAccessEnabled(launchDevice, home)) {
+                    throw new IllegalArgumentException("kernel " + kernel.symbol() + ", argument " + i + ": "
+                            + buffer + " is on device " + home + ", but the launch runs on device " + launchDevice
+                            + ", which has no peer access to it: copy the buffer to device " + launchDevice
+                            + ", or enable peer access first (CudaDevice.enablePeerAccess)");
+                }
+            }
+        }
+        return result;
     }
 
     /**

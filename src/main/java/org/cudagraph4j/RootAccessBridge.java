@@ -56,4 +56,9 @@ final class RootAccessBridge
     public MemorySegment argumentPointers(KernelArguments arguments) {
         return arguments.pointers();
     }
+
+    @Override
+    public MemorySegment argumentPointers(KernelArguments arguments, int launchDevice) {
+        return arguments.pointers(launchDevice);
+    }
 }

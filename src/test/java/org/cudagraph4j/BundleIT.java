@@ -101,7 +101,18 @@ class BundleIT {
         String output = new String(process.getInputStream().readAllBytes());
         assertTrue(process.waitFor(1, TimeUnit.MINUTES));
         assertEquals(2, process.exitValue(), output);
-        assertTrue(output.contains("usage: run-tests [--sanitize memcheck|racecheck|synccheck|initcheck]"), output);
+        assertTrue(output.contains("usage: run-tests [--device N] [--sanitize memcheck|racecheck|synccheck|initcheck]"),
+                output);
+    }
+
+    @Test
+    void runTestsRejectsADeviceThatIsNoOrdinalWithTheUsage() throws Exception {
+        Process process = new ProcessBuilder(bundle.resolve("bin/run-tests").toString(), "--device", "gpu1")
+                .redirectErrorStream(true).start();
+        String output = new String(process.getInputStream().readAllBytes());
+        assertTrue(process.waitFor(1, TimeUnit.MINUTES));
+        assertEquals(2, process.exitValue(), output);
+        assertTrue(output.startsWith("run-tests: --device needs a device ordinal\nusage: run-tests [--device N]"), output);
     }
 
     private static boolean hasGpu() {

@@ -38,12 +38,16 @@ public final class ChildJvm {
 
     /**
      * Runs {@code mainClass} with {@code arguments}; {@code jvmOptions} come first, then the class
-     * path. Waits at most {@code timeoutSeconds}, then kills the child and fails.
+     * path. The child tests this JVM's {@link TestData#device()}. Waits at most {@code timeoutSeconds}, then kills the child and fails.
      */
     public static Result run(List<String> jvmOptions, Class<?> mainClass, List<String> arguments, long timeoutSeconds)
             throws IOException, InterruptedException {
         List<String> command = new ArrayList<>();
         command.add(ProcessHandle.current().info().command().orElseThrow());
+        String testDevice = System.getProperty("org.cudagraph4j.test.device");
+        if (testDevice != null) {
+            command.add("-Dorg.cudagraph4j.test.device=" + testDevice); // the child tests the same device
+        }
         command.addAll(jvmOptions);
         command.add("-cp");
         command.add(classPath(mainClass));

@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Test;
 class DeviceTest {
     @Test
     void reportsPropertiesOfARealDevice() {
-        DeviceProperties properties = Cuda.device(0).properties();
+        DeviceProperties properties = TestData.device().properties();
         System.out.println("device 0: " + properties);
 
         assertFalse(properties.name().isBlank());
@@ -40,7 +40,7 @@ class DeviceTest {
 
     @Test
     void memoryInfoIsConsistent() {
-        CudaDevice.MemoryInfo info = Cuda.device(0).memoryInfo();
+        CudaDevice.MemoryInfo info = TestData.device().memoryInfo();
         assertTrue(info.freeBytes() > 0 && info.freeBytes() <= info.totalBytes(), info.toString());
     }
 }

@@ -77,7 +77,7 @@ class FaultSuiteTest {
 
     @BeforeEach
     void setUp() {
-        device = Cuda.device(0);
+        device = TestData.device();
         library = TestData.testKernels();
         stream = device.createStream();
         writePattern = library.kernel("write_pattern");

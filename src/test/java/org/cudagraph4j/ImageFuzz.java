@@ -82,7 +82,7 @@ public final class ImageFuzz {
         float[] x = TestData.randomFloats(n, seed);
         float[] y = TestData.randomFloats(n, seed + 1);
         float a = TestData.randomFloats(1, seed + 2)[0] * 4;
-        CudaDevice device = Cuda.device(0);
+        CudaDevice device = TestData.device();
         try (CudaLibrary library = TestData.testKernels(); CudaStream stream = device.createStream();
                 DeviceBuffer dx = device.allocateFloats(n); DeviceBuffer dy = device.allocateFloats(n)) {
             dx.copyFrom(x);

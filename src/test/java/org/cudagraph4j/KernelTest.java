@@ -18,7 +18,7 @@ class KernelTest {
 
     @BeforeAll
     static void load() {
-        device = Cuda.device(0);
+        device = TestData.device();
         library = TestData.testKernels();
         stream = device.createStream();
     }

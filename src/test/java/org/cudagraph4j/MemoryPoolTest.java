@@ -41,7 +41,7 @@ class MemoryPoolTest {
 
     @BeforeEach
     void setUp() {
-        device = Cuda.device(0);
+        device = TestData.device();
         library = TestData.testKernels();
         writePattern = library.kernel("write_pattern");
         saxpy = library.kernel("saxpy");

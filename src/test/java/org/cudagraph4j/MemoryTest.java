@@ -14,7 +14,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 @GpuTest
 class MemoryTest {
-    private final CudaDevice device = Cuda.device(0);
+    private final CudaDevice device = TestData.device();
 
     /** Sizes straddle the 8 MiB staging chunk: 3,000,001 floats is about 11.4 MiB. */
     @ParameterizedTest

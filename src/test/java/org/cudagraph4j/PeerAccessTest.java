@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.util.List;
@@ -19,7 +20,7 @@ class PeerAccessTest {
 
     @Test
     void aDeviceIsNotItsOwnPeer() {
-        CudaDevice device = Cuda.device(0);
+        CudaDevice device = TestData.device();
         assertFalse(device.canAccessPeer(device));
         IllegalArgumentException self = assertThrows(IllegalArgumentException.class,
                 () -> device.enablePeerAccess(device));
@@ -51,6 +52,20 @@ class PeerAccessTest {
                 }
             }
         }
+    }
+
+    @Test
+    void aLaunchIsRefusedABufferOfAnotherDeviceUntilPeerAccessIsEnabled() throws Exception {
+        int devices = Cuda.deviceCount();
+        assumeTrue(devices >= 2, "needs two GPUs; this host has " + devices);
+        // A fresh process: peer access, once enabled by another test here, lasts for the process.
+        ChildJvm.Result result = ChildJvm.run(List.of("--enable-native-access=ALL-UNNAMED"), PeerRefusalProbe.class,
+                List.of(), 120);
+        assertEquals(0, result.exitCode(), result.output());
+        assertTrue(result.output().contains("launch refused: kernel saxpy, argument 2: "), result.output());
+        assertTrue(result.output().contains("is on device 1, but the launch runs on device 0, which has no peer "
+                + "access to it: copy the buffer to device 0, or enable peer access first"), result.output());
+        assertTrue(result.output().contains("memsetAsync refused: "), result.output());
     }
 
     @Test

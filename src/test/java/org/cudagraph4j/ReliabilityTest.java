@@ -38,7 +38,7 @@ class ReliabilityTest {
 
     @BeforeEach
     void setUp() {
-        device = Cuda.device(0);
+        device = TestData.device();
         library = TestData.testKernels();
         stream = device.createStream();
         writePattern = library.kernel("write_pattern");

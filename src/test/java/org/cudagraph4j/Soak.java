@@ -206,7 +206,7 @@ public final class Soak {
         }
         CudaDevice device;
         try {
-            device = Cuda.device(0);
+            device = TestData.device();
         } catch (CudaException | CudaRuntimeNotFoundException | IllegalArgumentException e) {
             System.err.println("soak: needs a CUDA GPU: " + e.getMessage().lines().findFirst().orElse(e.toString()));
             System.exit(2);

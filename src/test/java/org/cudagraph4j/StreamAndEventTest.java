@@ -10,7 +10,7 @@ import org.junit.jupiter.api.Test;
 
 @GpuTest
 class StreamAndEventTest {
-    private final CudaDevice device = Cuda.device(0);
+    private final CudaDevice device = TestData.device();
 
     @Test
     void eventsTimeWorkOnAStream() {

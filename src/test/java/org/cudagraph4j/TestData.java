@@ -36,6 +36,16 @@ public final class TestData {
         return System.getProperty("org.cudagraph4j.sanitizer") != null;
     }
 
+    /**
+     * The device the gpu tests run on: ordinal {@code org.cudagraph4j.test.device} ({@code bin/run-tests
+     * --device N} sets it), 0 by default. On a host of several GPUs the suite runs once per device; the
+     * calling thread's current device is left alone, so that a call which forgets to select its own
+     * device fails there.
+     */
+    public static CudaDevice device() {
+        return Cuda.device(Integer.getInteger("org.cudagraph4j.test.device", 0));
+    }
+
     /** The gpu tests' own kernels (src/test/cuda/test_kernels.cu), as a fatbin for sm_80 to sm_120. */
     public static CudaLibrary testKernels() {
         return CudaLibrary.loadResource(TestData.class, "test_kernels.fatbin");

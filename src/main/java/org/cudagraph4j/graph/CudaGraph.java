@@ -26,6 +26,7 @@ import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.KernelArguments;
 import org.cudagraph4j.KernelLaunch;
+import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.HeldResources;
 import org.cudagraph4j.internal.Lifetime;
@@ -107,13 +108,16 @@ public final class CudaGraph implements AutoCloseable {
     }
 
     /**
-     * Adds a kernel launch. Arguments are checked against the kernel's parameter info first.
+     * Adds a kernel launch. Arguments are checked against the kernel's parameter info first. The
+     * node runs on the calling thread's current device ({@link org.cudagraph4j.CudaDevice#makeCurrent}),
+     * as in the runtime.
      *
      * @param params the kernel, its launch shape and its arguments
      * @param dependencies nodes of this graph that must complete first; none for a root node
      * @return the new node
-     * @throws IllegalArgumentException if the arguments do not fit the kernel's parameters, or a dependency
-     *     belongs to another graph
+     * @throws IllegalArgumentException if the arguments do not fit the kernel's parameters, a buffer among them
+     *     is on a device that the current device cannot reach (neither it nor a peer with access enabled), or a
+     *     dependency belongs to another graph
      * @throws IllegalStateException if this graph, the kernel's library or a buffer among the arguments is closed
      */
     public GraphNode addKernel(KernelLaunch params, GraphNode... dependencies) {
@@ -124,7 +128,11 @@ public final class CudaGraph implements AutoCloseable {
             uses = ROOT.uses(arguments);
             held.hold(uses);
             try {
-                node = Graphs.addKernelNode(handle(), handles(dependencies), kernelParams(params, arguments));
+                // The node runs on the calling thread's current device, which must reach its buffers.
+                node = Graphs.addKernelNode(handle(), handles(dependencies), new Graphs.KernelParams(
+                        params.kernel().handle(), params.grid().x(), params.grid().y(), params.grid().z(),
+                        params.block().x(), params.block().y(), params.block().z(), params.sharedMemBytes(),
+                        ROOT.argumentPointers(arguments, Devices.current())));
             } catch (RuntimeException e) {
                 held.drop(uses);
                 throw e;

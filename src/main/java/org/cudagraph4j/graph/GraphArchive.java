@@ -308,7 +308,8 @@ public final class GraphArchive {
      * Builds the graph with the explicit-construction API, after checking, before anything is
      * built, that this GPU has the recorded compute capability, that a library of each recorded
      * hash is given and holds each kernel with the recorded parameter layout, and that every slot
-     * is bound to a buffer at least as large as it was at save.
+     * is bound to a buffer at least as large as it was at save. The graph is built for the device
+     * of the bound buffers (device 0 with none), which becomes current on the calling thread.
      *
      * @param libraries the loaded libraries the kernels come from (matched by content hash)
      * @param bindings the buffers and events to bind the slots to
@@ -806,6 +807,7 @@ public final class GraphArchive {
                         + " (sm_" + archive.computeCapability() + "), but this is " + here.name() + " (sm_"
                         + (here.major() * 10 + here.minor()) + ")");
             }
+            device.makeCurrent(); // kernel nodes go onto the calling thread's current device
             List<CudaLibrary> libraries = libraries();
             List<DeviceBuffer> slots = slots();
             List<CudaEvent> events = events();

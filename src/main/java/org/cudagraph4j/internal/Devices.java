@@ -6,10 +6,15 @@ import static org.cudagraph4j.cudart.cudart_h.*;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import org.cudagraph4j.cudart.cudaDeviceProp;
 
 /** Device and version queries. The current device is per OS thread, as in the runtime. */
 public final class Devices {
+    /** The (device, peer) pairs with peer access enabled; access lasts as long as the process. */
+    private static final Set<Long> PEERS_ENABLED = ConcurrentHashMap.newKeySet();
+
     private Devices() {}
 
     /**
@@ -30,6 +35,16 @@ public final class Devices {
     public static void use(int ordinal) {
         CudartLoader.ensureLoaded();
         Status.check(cudaSetDevice(ordinal), "cudaSetDevice", "device " + ordinal);
+    }
+
+    /**
+     * The device current on the calling OS thread.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DEVICE.html">cudaGetDevice</a>
+     */
+    public static int current() {
+        CudartLoader.ensureLoaded();
+        return Out.intValue("cudaGetDevice", null, (arena, device) -> cudaGetDevice(device));
     }
 
     /**
@@ -102,9 +117,22 @@ public final class Devices {
         int status = cudaDeviceEnablePeerAccess(peer, 0);
         if (status == cudaErrorPeerAccessAlreadyEnabled()) {
             cudaGetLastError(); // the runtime also records it as the last error
-            return;
+        } else {
+            Status.check(status, "cudaDeviceEnablePeerAccess", "device " + device + ", peer " + peer);
         }
-        Status.check(status, "cudaDeviceEnablePeerAccess", "device " + device + ", peer " + peer);
+        PEERS_ENABLED.add(peerPair(device, peer));
+    }
+
+    /**
+     * Whether {@link #enablePeerAccess} let {@code device} reach {@code peer}'s memory. The runtime
+     * cannot be asked; access enabled by other code in the process, outside this library, is not seen.
+     */
+    public static boolean peerAccessEnabled(int device, int peer) {
+        return PEERS_ENABLED.contains(peerPair(device, peer));
+    }
+
+    private static long peerPair(int device, int peer) {
+        return (long) device << 32 | peer;
     }
 
     /**

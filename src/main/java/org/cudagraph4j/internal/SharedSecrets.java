@@ -58,6 +58,12 @@ public final class SharedSecrets {
 
         /** The {@code void*[]} of {@code arguments}. */
         MemorySegment argumentPointers(A arguments);
+
+        /**
+         * The {@code void*[]} of {@code arguments} for a kernel that runs on device {@code launchDevice},
+         * after checking that the device can reach every buffer among them.
+         */
+        MemorySegment argumentPointers(A arguments, int launchDevice);
     }
 
     public static void register(RootAccess<?, ?, ?, ?, ?> access) {

@@ -175,13 +175,19 @@ public final class Sgemm {
      * @param workspace required by a split-K instance of more than one slice, for its partials and tickets; else
      *     may be null
      * @throws IllegalArgumentException as the other overload, and if a split-K instance of more than one slice has
-     *     no workspace, or one too small for this problem, or more slices than K has k-tiles
+     *     no workspace, or one too small for this problem, or more slices than K has k-tiles, or the stream is not
+     *     on the kernels' device, or a buffer is on a device that the stream's device cannot reach
      * @throws NullPointerException if {@code config}, a matrix, or the bias a bias+ReLU instance needs is null
      * @throws IllegalStateException if the stream, a buffer, the workspace or the kernels are closed
      */
     public void multiply(CudaStream stream, GemmConfig config, int m, int n, int k, float alpha, DeviceBuffer a,
             DeviceBuffer b, float beta, DeviceBuffer c, DeviceBuffer bias, GemmWorkspace workspace) {
         Objects.requireNonNull(config, "config");
+        if (!stream.device().equals(kernels.device())) {
+            // Their shared-memory limits were raised on that device only.
+            throw new IllegalArgumentException("the kernels were loaded for " + kernels.device() + " but the stream is on "
+                    + stream.device() + ": load ShippedKernels for each device");
+        }
         check(config, m, n, k, a, b, c, bias);
         if (config.splitK() && (workspace != null || config.slices() > 1)) {
             if (workspace == null) {

@@ -66,7 +66,7 @@ final class ArchivedMlp implements AutoCloseable {
     }
 
     public static void main(String[] args) throws Exception {
-        CudaDevice device = Cuda.device(0);
+        CudaDevice device = TestData.device();
         try (ArchivedMlp model = new ArchivedMlp(device, Long.parseLong(args[1]));
                 CudaStream stream = device.createStream();
                 CudaGraph graph = GraphArchive.load(Path.of(args[0]), List.of(model.kernels.library()),

@@ -49,7 +49,7 @@ class ConditionalNodeTest {
 
     @BeforeEach
     void setUp() {
-        device = Cuda.device(0);
+        device = TestData.device();
         library = TestData.testKernels();
         kernels = ConditionalKernels.load();
         stream = device.createStream();

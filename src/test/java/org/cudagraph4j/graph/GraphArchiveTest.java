@@ -51,7 +51,7 @@ class GraphArchiveTest {
 
     @BeforeEach
     void setUp() {
-        device = Cuda.device(0);
+        device = TestData.device();
         library = TestData.testKernels();
         stream = device.createStream();
         writePattern = library.kernel("write_pattern");

@@ -43,7 +43,7 @@ class GraphTest {
 
     @BeforeEach
     void setUp() {
-        device = Cuda.device(0);
+        device = TestData.device();
         library = TestData.testKernels();
         stream = device.createStream();
         writePattern = library.kernel("write_pattern");

@@ -30,7 +30,7 @@ class LinearTest {
 
     @BeforeAll
     static void load() {
-        device = Cuda.device(0);
+        device = TestData.device();
         kernels = ShippedKernels.load(device);
         stream = device.createStream();
     }

@@ -28,7 +28,7 @@ class SgemmTest {
 
     @BeforeAll
     static void load() {
-        device = Cuda.device(0);
+        device = TestData.device();
         kernels = ShippedKernels.load(device);
         stream = device.createStream();
         System.out.println("loaded " + kernels.image() + " on " + device.properties().name());

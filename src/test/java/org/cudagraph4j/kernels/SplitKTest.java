@@ -39,7 +39,7 @@ class SplitKTest {
 
     @BeforeAll
     static void load() {
-        device = Cuda.device(0);
+        device = TestData.device();
         kernels = ShippedKernels.load(device);
         stream = device.createStream();
     }

@@ -46,7 +46,7 @@ class InferenceEngineGpuTest {
 
     @BeforeAll
     static void load() {
-        device = Cuda.device(0);
+        device = TestData.device();
         kernels = ShippedKernels.load(device);
         long seed = TestData.newSeed();
         weights = new float[2][];
