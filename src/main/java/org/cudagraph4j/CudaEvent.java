@@ -61,8 +61,15 @@ public final class CudaEvent implements AutoCloseable {
      * event join it.
      *
      * @param stream the stream whose queued work the event marks
+     * @throws IllegalArgumentException if the stream is on another device than this event (CUDA records
+     *     an event only on its own device's streams; a stream of any device may {@linkplain
+     *     CudaStream#waitFor wait} for it)
      */
     public void record(CudaStream stream) {
+        if (!stream.device().equals(device)) {
+            throw new IllegalArgumentException(this + " is on " + device + " and cannot record " + stream
+                    + ": record it on a stream of its own device; streams of any device can wait for it");
+        }
         MemorySegment streamHandle = stream.handle();
         Streams.record(handle(), streamHandle);
         CaptureTracker.Capture<?> capture = CaptureTracker.of(streamHandle.address());

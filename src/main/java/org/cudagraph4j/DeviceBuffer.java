@@ -334,6 +334,7 @@ public final class DeviceBuffer implements AutoCloseable {
     public void copyFromAsync(MemorySegment source, CudaStream stream) {
         checkSize(source);
         checkNative(source);
+        onDeviceOf(stream);
         Memory.copyAsync(address(), source.address(), byteSize(), stream.handle());
         keepAliveIfCapturing(stream);
     }
@@ -350,6 +351,7 @@ public final class DeviceBuffer implements AutoCloseable {
     public void copyToAsync(MemorySegment destination, CudaStream stream) {
         checkSize(destination);
         checkNative(destination);
+        onDeviceOf(stream);
         Memory.copyAsync(destination.address(), address(), byteSize(), stream.handle());
         keepAliveIfCapturing(stream);
     }
@@ -379,6 +381,7 @@ public final class DeviceBuffer implements AutoCloseable {
      */
     public void copyFromAsync(DeviceBuffer source, CudaStream stream) {
         checkSame(source);
+        onDeviceOf(stream);
         Memory.copyAsync(address(), source.address(), byteSize(), stream.handle());
         keepAliveIfCapturing(stream);
         source.keepAliveIfCapturing(stream);
@@ -414,8 +417,18 @@ public final class DeviceBuffer implements AutoCloseable {
                     + launchDevice + ", which has no peer access to it: set it on a stream of device "
                     + device.ordinal() + ", or enable peer access first (CudaDevice.enablePeerAccess)");
         }
+        onDeviceOf(stream);
         Memory.setAsync(address(), byteValue, byteSize(), stream.handle());
         keepAliveIfCapturing(stream);
+    }
+
+    /**
+     * Makes {@code stream}'s device current before an asynchronous copy or memset: without it, on a
+     * host of two H200s, a thread with device 0 current that queued a memset and a copy on a stream of
+     * device 1 read back bytes the memset had not yet written.
+     */
+    private static void onDeviceOf(CudaStream stream) {
+        Devices.use(stream.device().ordinal());
     }
 
     /** A captured operation keeps the allocation alive for the graph it goes into. */

@@ -298,7 +298,7 @@ class FaultSuiteTest {
 
             IllegalStateException sync = assertThrows(IllegalStateException.class, closed::synchronize);
             assertEquals(name + " is closed", sync.getMessage());
-            assertTrue(name.startsWith("CudaStream 0x") && name.endsWith(" on device 0"), name);
+            assertTrue(name.startsWith("CudaStream 0x") && name.endsWith(" on device " + device.ordinal()), name);
             try (DeviceBuffer out = device.allocateFloats(N)) {
                 out.memset(0xFF);
                 IllegalStateException valid = assertThrows(IllegalStateException.class,
@@ -346,7 +346,7 @@ class FaultSuiteTest {
             buffer.close();
             assertFalse(buffer.isOpen());
             assertEquals(before, Cuda.liveResources(), "closing twice frees the allocation once");
-            assertTrue(name.startsWith("DeviceBuffer 0x") && name.endsWith(" (16 x FLOAT32) on device 0"), name);
+            assertTrue(name.startsWith("DeviceBuffer 0x") && name.endsWith(" (16 x FLOAT32) on device " + device.ordinal()), name);
 
             assertAll(
                     () -> assertEquals(name + " is closed", assertThrows(IllegalStateException.class,

@@ -461,7 +461,8 @@ class MemoryPoolTest {
     void aPoolOfAnotherDeviceIsRefused() {
         List<CudaDevice> devices = Cuda.devices();
         assumeTrue(devices.size() >= 2, "needs two GPUs; this host has " + devices.size());
-        try (MemoryPool other = devices.get(1).createMemoryPool(MemoryPool.Options.defaults())) {
+        CudaDevice another = devices.stream().filter(d -> !d.equals(device)).findFirst().orElseThrow();
+        try (MemoryPool other = another.createMemoryPool(MemoryPool.Options.defaults())) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> other.allocateFloats(stream, 16));
             assertTrue(e.getMessage().contains("allocate from a pool of the stream's device"), e.getMessage());

@@ -21,6 +21,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
+import org.cudagraph4j.Cuda;
+import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaEvent;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
@@ -48,6 +50,8 @@ import org.cudagraph4j.internal.NodeResources;
  */
 public final class CudaGraph implements AutoCloseable {
     private final MemorySegment handle;
+    /** The ordinal of the device the nodes run on; calls that name no stream make it current. */
+    private final int device;
     private final Lifetime lifetime;
     private final HeldResources held;
     private final Map<Long, List<Lifetime>> kernelNodeResources = new ConcurrentHashMap<>();
@@ -64,11 +68,13 @@ public final class CudaGraph implements AutoCloseable {
     /**
      * Takes ownership of {@code handle}, which is destroyed if this constructor fails.
      *
+     * @param device the ordinal of the device the nodes run on
      * @param captured what the nodes of a captured graph use; this graph holds it from now on
      * @param capturedKernels node address to the {@link KernelLaunch} a capture recorded
      */
-    CudaGraph(MemorySegment handle, NodeResources captured, Map<Long, KernelLaunch> capturedKernels) {
+    CudaGraph(MemorySegment handle, int device, NodeResources captured, Map<Long, KernelLaunch> capturedKernels) {
         this.handle = handle;
+        this.device = device;
         HeldResources resources = new HeldResources();
         try {
             resources.hold(captured.all());
@@ -89,8 +95,9 @@ public final class CudaGraph implements AutoCloseable {
     }
 
     /** A conditional node's body, which the node owns; it is closed by the graph that holds the node. */
-    private CudaGraph(MemorySegment handle, String description) {
+    private CudaGraph(MemorySegment handle, int device, String description) {
         this.handle = handle;
+        this.device = device;
         this.held = new HeldResources();
         this.body = true;
         HeldResources release = held;
@@ -99,24 +106,37 @@ public final class CudaGraph implements AutoCloseable {
     }
 
     /**
-     * Creates an empty graph, to build explicitly ({@code cudaGraphCreate}).
+     * Creates an empty graph, to build explicitly ({@code cudaGraphCreate}), for the calling thread's
+     * current device ({@link CudaDevice#makeCurrent}).
      *
      * @return the new graph, which the caller closes
      */
     public static CudaGraph create() {
-        return new CudaGraph(Graphs.create(), new NodeResources(Map.of(), List.of()), Map.of());
+        return new CudaGraph(Graphs.create(), Devices.current(), new NodeResources(Map.of(), List.of()), Map.of());
     }
 
     /**
-     * Adds a kernel launch. Arguments are checked against the kernel's parameter info first. The
-     * node runs on the calling thread's current device ({@link org.cudagraph4j.CudaDevice#makeCurrent}),
-     * as in the runtime.
+     * {@return the device this graph's nodes run on: the capturing stream's, or the device current
+     * when it was {@linkplain #create() created}}
+     */
+    public CudaDevice device() {
+        return Cuda.device(device);
+    }
+
+    /** Makes this graph's device current on the calling thread, for calls that name no stream. */
+    void useDevice() {
+        Devices.use(device);
+    }
+
+    /**
+     * Adds a kernel launch, to run on this graph's {@link #device()}. Arguments are checked against
+     * the kernel's parameter info first.
      *
      * @param params the kernel, its launch shape and its arguments
      * @param dependencies nodes of this graph that must complete first; none for a root node
      * @return the new node
      * @throws IllegalArgumentException if the arguments do not fit the kernel's parameters, a buffer among them
-     *     is on a device that the current device cannot reach (neither it nor a peer with access enabled), or a
+     *     is on a device that this graph's device cannot reach (neither it nor a peer with access enabled), or a
      *     dependency belongs to another graph
      * @throws IllegalStateException if this graph, the kernel's library or a buffer among the arguments is closed
      */
@@ -128,11 +148,13 @@ public final class CudaGraph implements AutoCloseable {
             uses = ROOT.uses(arguments);
             held.hold(uses);
             try {
-                // The node runs on the calling thread's current device, which must reach its buffers.
+                // The node runs on this graph's device, which must reach its buffers.
+                MemorySegment pointers = ROOT.argumentPointers(arguments, device);
+                useDevice();
                 node = Graphs.addKernelNode(handle(), handles(dependencies), new Graphs.KernelParams(
                         params.kernel().handle(), params.grid().x(), params.grid().y(), params.grid().z(),
                         params.block().x(), params.block().y(), params.block().z(), params.sharedMemBytes(),
-                        ROOT.argumentPointers(arguments, Devices.current())));
+                        pointers));
             } catch (RuntimeException e) {
                 held.drop(uses);
                 throw e;
@@ -305,7 +327,9 @@ public final class CudaGraph implements AutoCloseable {
      * @throws IllegalStateException if this graph is closed
      */
     public ConditionalHandle conditionalHandle(int defaultValue, boolean resetEachLaunch) {
-        return ConditionalHandle.create(handle(), defaultValue, resetEachLaunch);
+        MemorySegment graph = handle();
+        useDevice(); // the handle is made in the current device's context
+        return ConditionalHandle.create(graph, defaultValue, resetEachLaunch);
     }
 
     /**
@@ -591,10 +615,10 @@ public final class CudaGraph implements AutoCloseable {
     }
 
     /** Wraps the bodies the runtime made for a conditional node of the graph named {@code owner}. */
-    static List<CudaGraph> bodies(List<MemorySegment> handles, ConditionalType type, String owner) {
+    static List<CudaGraph> bodies(List<MemorySegment> handles, int device, ConditionalType type, String owner) {
         List<CudaGraph> wrapped = new ArrayList<>(handles.size());
         for (int i = 0; i < handles.size(); i++) {
-            wrapped.add(new CudaGraph(handles.get(i), String.format("body %d (0x%016X) of a %s node in %s", i,
+            wrapped.add(new CudaGraph(handles.get(i), device, String.format("body %d (0x%016X) of a %s node in %s", i,
                     handles.get(i).address(), type, owner)));
         }
         return wrapped;
@@ -723,6 +747,7 @@ public final class CudaGraph implements AutoCloseable {
         execHolds.hold(resources.all());
         MemorySegment exec;
         try {
+            useDevice();
             exec = Graphs.instantiate(handle(), bits, uploadStream, failure -> new GraphInstantiateException(
                     ROOT.callFailed(failure.status(), failure.function(), null),
                     InstantiateResult.fromValue(failure.result()), nodeOrNull(failure.node())));
@@ -787,6 +812,7 @@ public final class CudaGraph implements AutoCloseable {
         held.hold(uses);
         MemorySegment node;
         try {
+            useDevice();
             node = add.get();
         } catch (RuntimeException e) {
             held.drop(uses);
@@ -831,9 +857,10 @@ public final class CudaGraph implements AutoCloseable {
             throw new IllegalArgumentException(condition + " was made for another graph: a conditional node takes a "
                     + "handle made by the graph that holds it");
         }
+        useDevice();
         Graphs.ConditionalNode added = condition.addNode(graph, handles(dependencies), type, size);
         ConditionalNode node = new ConditionalNode(this, added.node(), type, condition,
-                bodies(added.bodies(), type, toString()));
+                bodies(added.bodies(), device, type, toString()));
         register(node);
         return node;
     }

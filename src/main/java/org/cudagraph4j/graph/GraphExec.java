@@ -112,6 +112,7 @@ public final class GraphExec implements AutoCloseable {
             MemorySegment exec = handle();
             held.hold(next.all());
             try {
+                template.useDevice();
                 Graphs.update(exec, graphHandle, failure -> new GraphUpdateException(
                         ROOT.callFailed(failure.status(), failure.function(), null),
                         UpdateResult.fromValue(failure.result()), graph.nodeOrNull(failure.node())));
@@ -153,6 +154,7 @@ public final class GraphExec implements AutoCloseable {
             List<Lifetime> uses = ROOT.uses(arguments);
             held.hold(uses);
             try {
+                template.useDevice(); // the node's kernel is set in its device's context
                 Graphs.setKernelNodeParams(exec, node.handle(), CudaGraph.kernelParams(params, arguments));
             } catch (RuntimeException e) {
                 held.drop(uses);

@@ -9,6 +9,7 @@ import org.cudagraph4j.CudaException;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.StreamCaptureException;
+import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.internal.Graphs;
 
@@ -195,7 +196,7 @@ public final class StreamCapture implements AutoCloseable {
         finish();
         CudaGraph captured;
         try {
-            captured = new CudaGraph(graph, capture.resources(), capture.kernelNodes());
+            captured = new CudaGraph(graph, stream.device().ordinal(), capture.resources(), capture.kernelNodes());
         } catch (RuntimeException e) {
             discardConditionals();
             throw e;
@@ -247,6 +248,8 @@ public final class StreamCapture implements AutoCloseable {
         if (finished) {
             throw new IllegalStateException("capture already ended: " + capture);
         }
+        // Conditional handles and nodes are made in the current device's context.
+        Devices.use(stream.device().ordinal());
         return Graphs.captureGraph(stream.handle());
     }
 
@@ -259,7 +262,7 @@ public final class StreamCapture implements AutoCloseable {
         }
         Graphs.ConditionalNode added = condition.addNode(current.graph(), current.dependencies(), type, size);
         ConditionalNode node = new ConditionalNode(null, added.node(), type, condition,
-                CudaGraph.bodies(added.bodies(), type, toString()));
+                CudaGraph.bodies(added.bodies(), stream.device().ordinal(), type, toString()));
         conditionals.add(node);
         Graphs.setCaptureDependencies(stream.handle(), List.of(added.node()));
         return node;

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
@@ -14,13 +15,19 @@ import java.util.concurrent.Future;
 import org.cudagraph4j.Cuda;
 import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaEvent;
+import org.cudagraph4j.CudaKernel;
+import org.cudagraph4j.CudaLibrary;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.Dim3;
 import org.cudagraph4j.GpuTest;
+import org.cudagraph4j.KernelLaunch;
+import org.cudagraph4j.PinnedBuffer;
 import org.cudagraph4j.TestData;
 import org.cudagraph4j.graph.CaptureMode;
 import org.cudagraph4j.graph.CudaGraph;
 import org.cudagraph4j.graph.GraphExec;
+import org.cudagraph4j.graph.GraphNode;
 import org.cudagraph4j.graph.StreamCapture;
 import org.junit.jupiter.api.Test;
 
@@ -70,6 +77,71 @@ class MultiDeviceTest {
                     Reference.assertClose(model.expected(), y.toFloatArray(), device + " graph, " + model.seed());
                 }
             }
+        }
+    }
+
+    @Test
+    void asyncCopiesMemsetsAndGraphUpdatesKeepTheirStreamsOrderWhileAnotherDeviceIsCurrent() {
+        int n = 16 << 20;
+        List<CudaDevice> devices = Cuda.devices();
+        try (CudaLibrary library = TestData.testKernels(); PinnedBuffer host = Cuda.allocatePinned((long) n * Float.BYTES)) {
+            CudaKernel saxpy = library.kernel("saxpy");
+            for (CudaDevice device : devices) {
+                CudaDevice other = devices.get((device.ordinal() + 1) % devices.size());
+                try (CudaStream stream = device.createStream(); DeviceBuffer x = device.allocateFloats(n);
+                        DeviceBuffer y = device.allocateFloats(n); DeviceBuffer z = device.allocateFloats(n)) {
+                    for (int round = 0; round < 5; round++) {
+                        byte value = (byte) (0x10 + round);
+                        host.segment().fill((byte) 0);
+                        other.makeCurrent();
+                        x.memsetAsync(value, stream);
+                        x.copyToAsync(host.segment(), stream);
+                        stream.synchronize();
+                        assertEquals(value, host.segment().get(ValueLayout.JAVA_BYTE, 0), device + " round " + round);
+                        assertEquals(value, host.segment().get(ValueLayout.JAVA_BYTE, host.segment().byteSize() - 1),
+                                device + " round " + round + ", last byte");
+                    }
+
+                    // An explicitly built graph belongs to the device current at its creation.
+                    device.makeCurrent();
+                    x.copyFrom(TestData.randomFloats(n, 1));
+                    float[] values = TestData.randomFloats(n, 2);
+                    y.copyFrom(values);
+                    z.copyFrom(values);
+                    Dim3 grid = Dim3.of(n / 256);
+                    Dim3 block = Dim3.of(256);
+                    try (CudaGraph graph = CudaGraph.create()) {
+                        assertEquals(device, graph.device());
+                        GraphNode node = graph.addKernel(new KernelLaunch(saxpy, grid, block, 0, List.of(n, 2f, x, y)));
+                        other.makeCurrent();
+                        try (GraphExec exec = graph.instantiate()) {
+                            other.makeCurrent();
+                            exec.updateKernelNode(node, new KernelLaunch(saxpy, grid, block, 0, List.of(n, 3f, x, z)));
+                            exec.launch(stream);
+                            stream.synchronize();
+                        }
+                    }
+                    float[] xs = x.toFloatArray();
+                    assertArrayEquals(values, y.toFloatArray(), device + ": the update replaced y");
+                    float[] result = z.toFloatArray();
+                    for (int i = 0; i < n; i += 997) {
+                        assertEquals(Math.fma(3f, xs[i], values[i]), result[i], Math.ulp(result[i]) * 2,
+                                device + " element " + i);
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void anEventRecordsOnlyOnItsOwnDevicesStreams() {
+        List<CudaDevice> devices = Cuda.devices();
+        assumeTrue(devices.size() >= 2, "needs two GPUs; this host has " + devices.size());
+        try (CudaEvent event = devices.get(0).createEvent(); CudaStream elsewhere = devices.get(1).createStream()) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> event.record(elsewhere));
+            assertTrue(e.getMessage().endsWith("is on CudaDevice[0] and cannot record " + elsewhere
+                    + ": record it on a stream of its own device; streams of any device can wait for it"),
+                    e.getMessage());
         }
     }
 
