@@ -14,6 +14,8 @@ using cg4j::layout::RowMajor;
 #define CG4J_OUTPUT_OP_BIAS_RELU cg4j::epilogue::thread::LinearCombinationBiasRelu
 #define CG4J_FAMILY_LINCOMB "sgemm_lincomb"
 #define CG4J_FAMILY_BIAS_RELU "sgemm_bias_relu"
+#define CG4J_GEMV_FAMILY_LINCOMB "gemv_lincomb"
+#define CG4J_GEMV_FAMILY_BIAS_RELU "gemv_bias_relu"
 
 static void print_sgemm(const char *name, const char *family, bool split_k, int tbm, int tbn, int tbk, int wm, int wn,
                         int tm, int tn, char layout_b, int align_b, int stages, int threads, int smem_bytes,
@@ -34,6 +36,24 @@ static void print_sgemm(const char *name, const char *family, bool split_k, int 
   if (split_k) std::printf("kernel.%s.reductionBatch=%d\n", name, reduction_batch);
 }
 
+/// A GEMV instance in the sgemm keys, so that the library reads both alike: B transposed only, 16-byte
+/// loads of A and B (alignment 4), no pipeline and no shared memory.
+static void print_gemv(const char *name, const char *family, int tile_m, int tile_n, int tile_k, int warps,
+                       int threads) {
+  std::printf("kernel.%s.family=%s\n", name, family);
+  std::printf("kernel.%s.threads=%d\n", name, threads);
+  std::printf("kernel.%s.block=%d,1,1\n", name, threads);
+  std::printf("kernel.%s.sharedMemBytes=0\n", name);
+  std::printf("kernel.%s.grid=ceil(M/%d),ceil(N/%d),1\n", name, tile_m, tile_n);
+  std::printf("kernel.%s.tileM=%d\n", name, tile_m);
+  std::printf("kernel.%s.tileN=%d\n", name, tile_n);
+  std::printf("kernel.%s.tileK=%d\n", name, tile_k);
+  std::printf("kernel.%s.warps=%d\n", name, warps);
+  std::printf("kernel.%s.stages=1\n", name);
+  std::printf("kernel.%s.layout=tnt\n", name);
+  std::printf("kernel.%s.alignment=4\n", name);
+}
+
 int main() {
   std::printf("kernels=");
   const char *sep = "";
@@ -41,9 +61,11 @@ int main() {
   std::printf("%s%s", sep, #NAME); \
   sep = ",";
 #define CG4J_SGEMM_SPLITK CG4J_SGEMM
+#define CG4J_GEMV CG4J_SGEMM
 #include "instances.def"
 #undef CG4J_SGEMM
 #undef CG4J_SGEMM_SPLITK
+#undef CG4J_GEMV
   std::printf("%scg4j_epilogue_f32_bias_f32_relu\n", sep);
 
 #define CG4J_SGEMM(NAME, EPI, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B, ALIGN_B, STAGES, PAD_BN, MIN_BLOCKS)       \
@@ -62,9 +84,15 @@ int main() {
     print_sgemm(#NAME, CG4J_FAMILY_##EPI, true, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B::kLetter, ALIGN_B,       \
                 STAGES, G::kThreads, G::kSharedStorageBytes, REDUCTION_BATCH);                               \
   }
+#define CG4J_GEMV(NAME, EPI, ROWS, COLUMNS_PER_WARP, WARPS)                                                   \
+  {                                                                                                          \
+    using G = cg4j::gemv::kernel::GemvSimt<ROWS, COLUMNS_PER_WARP, WARPS, CG4J_OUTPUT_OP_##EPI>;              \
+    print_gemv(#NAME, CG4J_GEMV_FAMILY_##EPI, G::kTileM, G::kTileN, G::kTileK, WARPS, G::kThreads);           \
+  }
 #include "instances.def"
 #undef CG4J_SGEMM
 #undef CG4J_SGEMM_SPLITK
+#undef CG4J_GEMV
 
   const char *e = "cg4j_epilogue_f32_bias_f32_relu";
   std::printf("kernel.%s.family=epilogue_bias_relu\n", e);

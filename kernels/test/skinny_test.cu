@@ -4,17 +4,17 @@
 //
 // Loads the shipped cubin for the device's compute capability as the Java side does (cudaLibraryLoadData), warms the GPU clocks,
 // then for every inference shape (M = batch 1..256, N = K = width 512, 1024, 4096; B stored [N,K],
-// bias+ReLU, as in Linear) times every split-K tile at every slice count, and the unsplit seed tile
-// for reference. A time is per kernel inside a captured graph of 16 back-to-back launches, so it
-// includes the per-node gap an MLP layer pays. Every configuration timed is first checked against
-// a float64 reference (output poisoned with NaN first). --tuning writes the best tile and slice
-// count per shape in the format of kernels/tuning/sgemm-tuning.tsv (the tile column names the
-// instance: "32x32", or "32x32_r4" for the batched reduction). Tuning variants compiled into this
-// binary (GEMV-like kernels for batch 1 to 32) are checked and swept beside the shipped instances
-// but never written to the table. Last, a 16-layer MLP per (batch, width) on the best shipped
-// configuration and on the best variant, each captured into one graph: µs per forward,
+// bias+ReLU, as in Linear) times every split-K tile at every slice count, the GEMV instances at
+// batch 1 to 32, and the unsplit seed tile for reference. A time is per kernel inside a captured
+// graph of 16 back-to-back launches, so it includes the per-node gap an MLP layer pays. Every
+// configuration timed is first checked against a float64 reference (output poisoned with NaN
+// first). --tuning writes, per shape, the best split-K tile and slice count, and the GEMV instance
+// where one was faster still, in the format of kernels/tuning/sgemm-tuning.tsv (the tile column
+// names the split-K instance: "32x32", or "32x32_r4" for the batched reduction; the gemv column
+// "gemv_8x8"). Last, a 16-layer MLP per (batch, width) on the best configuration, captured into
+// one graph (and on the best split-K one too where a GEMV instance won): µs per forward,
 // synchronising after each (latency) and pipelined (throughput). Exit code 0 only if every check
-// of a shipped configuration passed.
+// passed.
 #include <cuda_runtime.h>
 #include <omp.h>
 
@@ -55,90 +55,12 @@ static std::map<std::string, std::string> read_manifest(const std::string &path)
 
 struct Config {
   std::string name;
-  const void *kernel;  ///< a cudaKernel_t from the shipped cubin, or a variant compiled into this harness
+  const void *kernel;  ///< a cudaKernel_t from the shipped cubin
   int tile_m, tile_n, threads, smem;
   bool split;
-  std::string tile;  ///< the tuning table's name for the instance: "32x32", "32x32_r4"
-  bool variant;      ///< a tuning variant: timed beside the shipped instances, never in the table
+  std::string tile;  ///< the tuning table's name for the instance: "32x32", "32x32_r4", "gemv_8x8"
+  bool gemv;         ///< a GEMV instance: timed at batch 1 to 32 only
 };
-
-// Tuning variant (not shipped): a GEMV-like kernel for few rows, y = relu(x W^T + b) with W stored
-// [N, K] as Linear stores it. Each warp owns COLS output columns and ROWS rows; its lanes split K in
-// float4 steps (so K and the leading dimensions must be multiples of 4), every lane keeps ROWS x COLS
-// partial sums, and a fixed xor butterfly of shuffles adds them (the same order every run, the same
-// value in every lane); lane r then writes row r. No shared memory, no split across blocks: a layer
-// is one wave of small blocks that read W once, 16 bytes a lane at a time. The signature is the
-// split-K instances' (workspace and tickets unused), so the harness launches it the same way.
-template <int ROWS, int COLS, int WARPS>
-__global__ void __launch_bounds__(WARPS * 32) gemv_variant(int M, int N, int K, const float *A, int lda,
-                                                           const float *B, int ldb, const float *bias, float *D,
-                                                           int ldd, float *, int *) {
-  const int lane = threadIdx.x & 31;
-  const int n0 = (blockIdx.y * WARPS + (threadIdx.x >> 5)) * COLS;
-  const int m0 = blockIdx.x * ROWS;
-  const int rows = min(ROWS, M - m0);
-#if __CUDA_ARCH__ >= 900
-  // The previous layer wrote A: wait for it (PDL), then let the next layer launch; its own wait
-  // holds it until this grid has finished and its writes are visible.
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;");
-#endif
-  if (n0 >= N) return;
-  float acc[ROWS][COLS];
-#pragma unroll
-  for (int r = 0; r < ROWS; ++r)
-#pragma unroll
-    for (int c = 0; c < COLS; ++c) acc[r][c] = 0.0f;
-  for (int k = lane * 4; k < K; k += 128) {
-    float4 b[COLS];
-#pragma unroll
-    for (int c = 0; c < COLS; ++c)
-      b[c] = n0 + c < N ? *reinterpret_cast<const float4 *>(B + (long long)(n0 + c) * ldb + k) : make_float4(0, 0, 0, 0);
-#pragma unroll
-    for (int r = 0; r < ROWS; ++r) {
-      if (r < rows) {
-        const float4 a = *reinterpret_cast<const float4 *>(A + (long long)(m0 + r) * lda + k);
-#pragma unroll
-        for (int c = 0; c < COLS; ++c) {
-          acc[r][c] = fmaf(a.x, b[c].x, acc[r][c]);
-          acc[r][c] = fmaf(a.y, b[c].y, acc[r][c]);
-          acc[r][c] = fmaf(a.z, b[c].z, acc[r][c]);
-          acc[r][c] = fmaf(a.w, b[c].w, acc[r][c]);
-        }
-      }
-    }
-  }
-  float out[COLS];
-#pragma unroll
-  for (int c = 0; c < COLS; ++c) out[c] = 0.0f;
-#pragma unroll
-  for (int r = 0; r < ROWS; ++r) {
-    if (r < rows) {
-#pragma unroll
-      for (int c = 0; c < COLS; ++c) {
-        float v = acc[r][c];
-#pragma unroll
-        for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
-        if (lane == r) out[c] = v;
-      }
-    }
-  }
-  if (lane < rows) {
-#pragma unroll
-    for (int c = 0; c < COLS; ++c) {
-      if (n0 + c < N) {
-        const float v = out[c] + bias[n0 + c];
-        D[(long long)(m0 + lane) * ldd + n0 + c] = v > 0.0f ? v : 0.0f;
-      }
-    }
-  }
-}
-
-template <int ROWS, int COLS, int WARPS>
-static Config gemv(const char *name) {
-  return Config{name, (const void *)gemv_variant<ROWS, COLS, WARPS>, ROWS, WARPS * COLS, WARPS * 32, 0, false, "",
-                true};
-}
 
 struct Rng {
   uint64_t s;
@@ -150,8 +72,7 @@ struct Rng {
   }
 };
 
-static int g_failures = 0;          ///< shipped configurations: any failure fails the run
-static int g_variant_failures = 0;  ///< tuning variants: reported, and the variant is not timed
+static int g_failures = 0;  ///< any failure fails the run
 
 struct Problem {
   int m, n, k;
@@ -196,7 +117,7 @@ static bool check(const Config &c, const Problem &p, int slices, cudaStream_t st
   if (!(rel < 1e-5)) {
     std::printf("CHECK FAILED %s slices=%d m=%d n=%d k=%d relative error %g\n", c.name.c_str(), slices, p.m, p.n,
                 p.k, rel);
-    ++(c.variant ? g_variant_failures : g_failures);
+    ++g_failures;
     return false;
   }
   return true;
@@ -236,8 +157,8 @@ static double time_in_graph(const Config &c, const Problem &p, int slices, cudaS
 /// without PDL: µs per forward synchronising after each (median of 200) and pipelined (200, one
 /// sync). Each layer has its own weights, as in PyTorch's and cuBLASLt's twins, so that no layer
 /// finds another's weights in L2. PDL must not change a bit of the output.
-static void time_mlp(const Config &c, const Problem &p, int m, int slices, float *act[2], const std::vector<float> &ha,
-                     const std::vector<float *> &weights, cudaStream_t stream) {
+static void time_mlp(const char *label, const Config &c, const Problem &p, int m, int slices, float *act[2],
+                     const std::vector<float> &ha, const std::vector<float *> &weights, cudaStream_t stream) {
   const size_t count = (size_t)m * p.n;
   std::vector<float> without_pdl;
   for (bool pdl : {false, true}) {
@@ -264,7 +185,7 @@ static void time_mlp(const Config &c, const Problem &p, int m, int slices, float
       without_pdl = out;
     } else if (std::memcmp(out.data(), without_pdl.data(), count * 4) != 0) {
       std::printf("CHECK FAILED MLP %s width %d batch %d: PDL changed the result's bits\n", c.name.c_str(), p.n, m);
-      ++(c.variant ? g_variant_failures : g_failures);
+      ++g_failures;
     }
     for (int i = 0; i < 20; ++i) CK(cudaGraphLaunch(exec, stream));
     CK(cudaStreamSynchronize(stream));
@@ -281,8 +202,7 @@ static void time_mlp(const Config &c, const Problem &p, int m, int slices, float
     CK(cudaStreamSynchronize(stream));
     double piped = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 200;
     std::printf("MLP16 %s graph%s: width %d batch %d: %.1f us/forward sync each (median), %.1f us pipelined; "
-                "%s x%d slices\n", c.variant ? "variant" : "native", pdl ? " PDL" : "", p.n, m, sync_us[100], piped,
-                c.name.c_str(), slices);
+                "%s x%d slices\n", label, pdl ? " PDL" : "", p.n, m, sync_us[100], piped, c.name.c_str(), slices);
     CK(cudaGraphExecDestroy(exec));
     CK(cudaGraphDestroy(graph));
   }
@@ -320,26 +240,21 @@ int main(int argc, char **argv) {
   while (std::getline(names, name, ',')) {
     std::string family = manifest["kernel." + name + ".family"];
     bool split = family == "sgemm_bias_relu_splitk";
+    bool gemv = family == "gemv_bias_relu";
     bool seed = name == "cg4j_simt_sgemm_f32_64x32x16_3_tnt_align1_bias_f32_relu";
-    if (manifest["kernel." + name + ".layout"] != "tnt" || !(split || seed)) continue;
+    if (manifest["kernel." + name + ".layout"] != "tnt" || !(split || gemv || seed)) continue;
     std::string tile = manifest["kernel." + name + ".tileM"] + "x" + manifest["kernel." + name + ".tileN"];
     std::string batch = manifest["kernel." + name + ".reductionBatch"];
     if (!batch.empty() && batch != "0") tile += "_r" + batch;
+    if (gemv) tile = "gemv_" + tile;
     Config c{name, nullptr, std::stoi(manifest["kernel." + name + ".tileM"]),
              std::stoi(manifest["kernel." + name + ".tileN"]), std::stoi(manifest["kernel." + name + ".threads"]),
-             std::stoi(manifest["kernel." + name + ".sharedMemBytes"]), split, tile, false};
+             std::stoi(manifest["kernel." + name + ".sharedMemBytes"]), split, tile, gemv};
     cudaKernel_t kernel;
     CK(cudaLibraryGetKernel(&kernel, library, name.c_str()));
     c.kernel = (const void *)kernel;
     configs.push_back(c);
   }
-  // GEMV-like variants: 8 rows for batch 1 to 8, 32 rows for up to 32 (more rows take more blocks).
-  configs.push_back(gemv<8, 1, 4>("variant_gemv_r8_c1_w4"));
-  configs.push_back(gemv<8, 2, 4>("variant_gemv_r8_c2_w4"));
-  configs.push_back(gemv<32, 1, 4>("variant_gemv_r32_c1_w4"));
-  configs.push_back(gemv<32, 2, 4>("variant_gemv_r32_c2_w4"));
-  configs.push_back(gemv<32, 2, 8>("variant_gemv_r32_c2_w8"));
-  configs.push_back(gemv<32, 4, 4>("variant_gemv_r32_c4_w4"));
   std::printf("configurations: %zu\n", configs.size());
 
   cudaStream_t stream;
@@ -359,17 +274,19 @@ int main(int argc, char **argv) {
   const int widths[] = {512, 1024, 4096};
   const int slice_counts[] = {1, 2, 4, 8, 16, 32};
   struct Best { std::string name, tile; int slices; double us; double seed_us; };
-  std::map<std::pair<int, int>, Best> best;          // shipped instances: the tuning table
-  std::map<std::pair<int, int>, Best> best_variant;  // tuning variants, batch 1 to 32
+  std::map<std::pair<int, int>, Best> best;       // split-K instances: the tuning table's tile column
+  std::map<std::pair<int, int>, Best> best_gemv;  // GEMV instances, batch 1 to 32: its gemv column
   std::ofstream tuning;
   if (!tuning_path.empty()) {
     tuning.open(tuning_path);
-    tuning << "# cudagraph4j split-K sgemm tuning: the fastest split-K tile and slice count per skinny shape (tnt,\n"
-              "# bias+ReLU, as in Linear), timed per kernel inside a graph of 16 launches, and the multiprocessor\n"
-              "# count it was measured with. Sgemm.choose takes the nearest entry (dimension ratios) and scales\n"
-              "# slices by multiprocessors. Written by kernels/test/skinny_test.cu --tuning on "
+    tuning << "# cudagraph4j sgemm tuning for skinny shapes (tnt, bias+ReLU, as in Linear): per shape the fastest\n"
+              "# split-K instance and slice count, and, where a GEMV instance ran faster still, that instance.\n"
+              "# Timed per kernel inside a captured graph of 16 launches, with the multiprocessor count it was\n"
+              "# measured with. Sgemm.choose takes the nearest entry (dimension ratios): its GEMV instance where\n"
+              "# the operands are aligned for it, else its split-K launch, with the slices scaled by\n"
+              "# multiprocessors. Written by kernels/test/skinny_test.cu --tuning on "
            << prop.name << ";\n# see kernels/PERFORMANCE.md.\nsms\t" << prop.multiProcessorCount
-           << "\n# m\tn\tk\ttile\tslices\tus\tunsplit_seed_tile_us\n";
+           << "\n# m\tn\tk\ttile\tslices\tus\tunsplit_seed_tile_us\tgemv\tgemv_us\n";
   }
   std::printf("\n%-6s %-6s %-64s %7s %9s\n", "m", "n=k", "kernel", "slices", "us/kernel");
   for (int width : widths) {
@@ -404,17 +321,17 @@ int main(int argc, char **argv) {
           p.ref[(size_t)i * width + j] = s < 0 ? 0 : s;
         }
       Best b{"", "", 0, 1e30, 0};
-      Best bv{"", "", 0, 1e30, 0};
+      Best bg{"", "", 0, 1e30, 0};
       for (const Config &c : configs) {
-        if (c.variant && m > 32) continue;
+        if (c.gemv && m > 32) continue;
         for (int slices : slice_counts) {
           if (!c.split && slices > 1) continue;
           if (slices > (width + 15) / 16) continue;
           if (!check(c, p, slices, stream)) continue;
           double us = time_in_graph(c, p, slices, stream);
           std::printf("%-6d %-6d %-64s %7d %9.2f\n", m, width, c.name.c_str(), slices, us);
-          if (c.variant) {
-            if (us < bv.us) bv = Best{c.name, c.tile, slices, us, 0};
+          if (c.gemv) {
+            if (us < bg.us) bg = Best{c.name, c.tile, slices, us, 0};
           } else if (!c.split) {
             b.seed_us = us;
           } else if (us < b.us) {
@@ -423,10 +340,13 @@ int main(int argc, char **argv) {
         }
       }
       best[{m, width}] = b;
-      if (!bv.name.empty()) best_variant[{m, width}] = bv;
-      if (tuning.is_open())
+      if (bg.us < b.us) best_gemv[{m, width}] = bg;
+      if (tuning.is_open()) {
         tuning << m << '\t' << width << '\t' << width << '\t' << b.tile << '\t' << b.slices
-               << '\t' << b.us << '\t' << b.seed_us << '\n';
+               << '\t' << b.us << '\t' << b.seed_us;
+        if (bg.us < b.us) tuning << '\t' << bg.tile << '\t' << bg.us;
+        tuning << '\n';
+      }
     }
 
     // 16-layer MLP on the best configuration: one graph. Layer 0 takes the checked weights, the
@@ -442,13 +362,15 @@ int main(int argc, char **argv) {
       CK(cudaMemcpy(w, hw.data(), w_count * 4, cudaMemcpyHostToDevice));
       weights.push_back(w);
     }
+    // "native" is what Sgemm.choose runs: the GEMV instance where it won, else the split-K launch.
     for (int m : batches) {
-      for (const auto *chosen : {&best, &best_variant}) {
-        auto it = chosen->find({m, width});
-        if (it == chosen->end()) continue;
-        for (const Config &c : configs) {
-          if (c.name == it->second.name) time_mlp(c, p, m, it->second.slices, act, ha, weights, stream);
-        }
+      auto gemv = best_gemv.find({m, width});
+      const Best &split = best[{m, width}];
+      for (const Config &c : configs) {
+        if (gemv != best_gemv.end() && c.name == gemv->second.name)
+          time_mlp("native", c, p, m, 1, act, ha, weights, stream);
+        if (c.name == split.name)
+          time_mlp(gemv != best_gemv.end() ? "split-K" : "native", c, p, m, split.slices, act, ha, weights, stream);
       }
     }
     for (size_t layer = 1; layer < weights.size(); ++layer) CK(cudaFree(weights[layer]));
@@ -461,13 +383,11 @@ int main(int argc, char **argv) {
     std::printf("  %4d %5d  %-68s x%-2d %7.2f  (seed tile %7.2f, %.1fx)\n", key.first, key.second, b.name.c_str(),
                 b.slices, b.us, b.seed_us, b.seed_us / b.us);
   }
-  std::printf("\nbest tuning variant per shape (m, width): kernel, us/kernel in a graph\n");
-  for (auto &[key, v] : best_variant) {
-    std::printf("  %4d %5d  %-68s %7.2f  (best shipped %.2f)\n", key.first, key.second, v.name.c_str(), v.us,
-                best[key].us);
+  std::printf("\nGEMV instance per shape where it beat every split-K launch (m, width): kernel, us/kernel in a graph\n");
+  for (auto &[key, g] : best_gemv) {
+    std::printf("  %4d %5d  %-68s %7.2f  (best split-K %.2f, %.2fx)\n", key.first, key.second, g.name.c_str(), g.us,
+                best[key].us, best[key].us / g.us);
   }
-  std::printf("\nvariant checks failed: %d (variants are not shipped; a failed one is not timed)\n",
-              g_variant_failures);
   std::printf("\nchecks failed: %d\n", g_failures);
   return g_failures == 0 ? 0 : 1;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "cg4j.cuh"
+#include "gemv/kernel/gemv_simt.cuh"
 
 namespace cg4j {
 
@@ -66,4 +67,18 @@ using SimtSgemmSplitK = gemm::kernel::GemmSplitK<
       NAME(int M, int N, int K, const float *A, int lda, const float *B, int ldb, const float *bias,       \
            float *D, int ldd, float *workspace, int *tickets) {                                            \
     GEMM::run(M, N, K, A, lda, B, ldb, {bias}, D, ldd, nullptr, 0, workspace, tickets);                    \
+  }
+
+// GEMV entries: the non-split families' parameters (kernels/README.md).
+#define CG4J_GEMV_LINCOMB_ENTRY(NAME, GEMV)                                                                \
+  extern "C" __global__ void __launch_bounds__(GEMV::kThreads)                                             \
+      NAME(int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta, \
+           float *C, int ldc) {                                                                            \
+    GEMV::run(M, N, K, A, lda, B, ldb, {alpha, beta}, C, ldc, C, ldc);                                     \
+  }
+#define CG4J_GEMV_BIAS_RELU_ENTRY(NAME, GEMV)                                                              \
+  extern "C" __global__ void __launch_bounds__(GEMV::kThreads)                                             \
+      NAME(int M, int N, int K, const float *A, int lda, const float *B, int ldb, const float *bias,       \
+           float *D, int ldd) {                                                                            \
+    GEMV::run(M, N, K, A, lda, B, ldb, {bias}, nullptr, 0, D, ldd);                                        \
   }

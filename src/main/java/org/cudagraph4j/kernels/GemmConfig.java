@@ -1,5 +1,6 @@
 package org.cudagraph4j.kernels;
 
+import java.util.Objects;
 import org.cudagraph4j.Dim3;
 
 /**
@@ -25,10 +26,23 @@ import org.cudagraph4j.Dim3;
  *     loads before adding (0: one dependent load per slice and element, best at one or two rows;
  *     above 0: fewer round trips to L2, best from about 32 rows); 0 for any other instance. Either
  *     way the partials are added in slice order, so the result is the same bits run to run.
+ * @param mainloop how the instance walks K: in threadblock tiles, or GEMV-like, a warp per column
  */
 public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int tileN, int tileK, int stages,
         int threads, int sharedMemBytes, boolean bTransposed, int alignment, boolean splitK, int slices,
-        int reductionBatch) {
+        int reductionBatch, Mainloop mainloop) {
+
+    /** How an instance computes its output tile. */
+    public enum Mainloop {
+        /** CUTLASS-style threadblock tiles staged through shared memory by a cp.async pipeline. */
+        TILED,
+        /**
+         * GEMV-like, for few rows: each warp owns a few output columns and its lanes walk K in 16-byte
+         * steps, no shared memory. B must be stored [N, K]; K must be a multiple of 4 and A and B
+         * 16-byte aligned (both are read as float4).
+         */
+        GEMV
+    }
 
     /** The epilogue fused after the main loop. */
     public enum Epilogue {
@@ -39,12 +53,19 @@ public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int ti
     }
 
     /**
-     * Checks the slice count and the reduction batch.
+     * Checks the slice count, the reduction batch and what a GEMV instance needs.
      *
      * @throws IllegalArgumentException if {@code slices} is below 1, or above 1 for an instance that is not
-     *     split-K, or {@code reductionBatch} is negative, or above 0 for an instance that is not split-K
+     *     split-K, or {@code reductionBatch} is negative, or above 0 for an instance that is not split-K, or a
+     *     GEMV instance splits K, takes B not transposed, or loads B otherwise than 4 floats at a time
+     * @throws NullPointerException if {@code mainloop} is null
      */
     public GemmConfig {
+        Objects.requireNonNull(mainloop, "mainloop");
+        if (mainloop == Mainloop.GEMV && (splitK || !bTransposed || alignment != 4)) {
+            throw new IllegalArgumentException(kernelName + ": a GEMV instance reads B stored [N, K] 4 floats at a "
+                    + "time and does not split K");
+        }
         if (slices < 1 || (!splitK && slices != 1)) {
             throw new IllegalArgumentException(kernelName + " cannot run with " + slices + " slices"
                     + (splitK ? "" : ": it does not split K"));
@@ -56,7 +77,30 @@ public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int ti
     }
 
     /**
-     * A split-K instance that adds its partials one slice at a time, or any other instance.
+     * A tiled instance: split-K with a reduction batch, or any other.
+     *
+     * @param kernelName the {@code extern "C"} symbol
+     * @param epilogue what it does after the main loop
+     * @param tileM rows of C per threadblock
+     * @param tileN columns of C per threadblock
+     * @param tileK depth of one main-loop step
+     * @param stages cp.async pipeline stages
+     * @param threads threads per block
+     * @param sharedMemBytes dynamic shared memory per block
+     * @param bTransposed whether B is stored [N, K]
+     * @param alignment elements per vector access of B
+     * @param splitK whether the instance can split its K loop
+     * @param slices the blocks each output tile's K loop is split over
+     * @param reductionBatch slices' partials loaded per round by a split-K instance, else 0
+     */
+    public GemmConfig(String kernelName, Epilogue epilogue, int tileM, int tileN, int tileK, int stages, int threads,
+            int sharedMemBytes, boolean bTransposed, int alignment, boolean splitK, int slices, int reductionBatch) {
+        this(kernelName, epilogue, tileM, tileN, tileK, stages, threads, sharedMemBytes, bTransposed, alignment, splitK,
+                slices, reductionBatch, Mainloop.TILED);
+    }
+
+    /**
+     * A tiled split-K instance that adds its partials one slice at a time, or any other tiled instance.
      *
      * @param kernelName the {@code extern "C"} symbol
      * @param epilogue what it does after the main loop
@@ -106,7 +150,7 @@ public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int ti
      */
     public GemmConfig withSlices(int slices) {
         return new GemmConfig(kernelName, epilogue, tileM, tileN, tileK, stages, threads, sharedMemBytes, bTransposed,
-                alignment, splitK, slices, reductionBatch);
+                alignment, splitK, slices, reductionBatch, mainloop);
     }
 
     /**

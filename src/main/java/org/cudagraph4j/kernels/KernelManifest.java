@@ -72,7 +72,7 @@ final class KernelManifest {
                 + "; cudagraph4j ships " + properties.getProperty("archs") + " (sm_80 or newer is needed)");
     }
 
-    /** Every sgemm instance. */
+    /** Every sgemm instance, tiled and GEMV-like. */
     List<GemmConfig> gemmConfigs() {
         List<GemmConfig> configs = new ArrayList<>();
         for (String name : properties.getProperty("kernels", "").split(",")) {
@@ -86,6 +86,14 @@ final class KernelManifest {
                         integer(name, "stages"), integer(name, "threads"), integer(name, "sharedMemBytes"),
                         kernel(name, "layout").charAt(1) == 'n', integer(name, "alignment"),
                         splitK, 1, splitK ? integer(name, "reductionBatch") : 0));
+            } else if (family.startsWith("gemv_")) {
+                configs.add(new GemmConfig(name,
+                        family.equals("gemv_bias_relu") ? GemmConfig.Epilogue.BIAS_RELU
+                                : GemmConfig.Epilogue.LINEAR_COMBINATION,
+                        integer(name, "tileM"), integer(name, "tileN"), integer(name, "tileK"),
+                        integer(name, "stages"), integer(name, "threads"), integer(name, "sharedMemBytes"),
+                        kernel(name, "layout").charAt(1) == 'n', integer(name, "alignment"),
+                        false, 1, 0, GemmConfig.Mainloop.GEMV));
             }
         }
         return List.copyOf(configs);

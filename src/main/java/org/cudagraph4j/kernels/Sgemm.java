@@ -78,7 +78,7 @@ public final class Sgemm {
     public void multiply(CudaStream stream, int m, int n, int k, float alpha, DeviceBuffer a, DeviceBuffer b,
             boolean bTransposed, float beta, DeviceBuffer c) {
         checkDimensions(m, n, k);
-        GemmConfig config = choose(m, n, k, bTransposed, GemmConfig.Epilogue.LINEAR_COMBINATION, b);
+        GemmConfig config = choose(m, n, k, bTransposed, GemmConfig.Epilogue.LINEAR_COMBINATION, a, b);
         multiply(stream, config, m, n, k, alpha, a, b, beta, c, null);
     }
 
@@ -125,7 +125,8 @@ public final class Sgemm {
      */
     public void multiplyBiasRelu(CudaStream stream, int m, int n, int k, DeviceBuffer a, DeviceBuffer b,
             boolean bTransposed, DeviceBuffer bias, DeviceBuffer d, GemmWorkspace workspace) {
-        GemmConfig config = choose(m, n, k, bTransposed, GemmConfig.Epilogue.BIAS_RELU, b, workspace);
+        Objects.requireNonNull(a, "A");
+        GemmConfig config = choose(m, n, k, bTransposed, GemmConfig.Epilogue.BIAS_RELU, a, b, workspace);
         multiply(stream, config, m, n, k, 1f, a, b, 0f, d, bias, workspace);
     }
 
@@ -231,8 +232,10 @@ public final class Sgemm {
 
     /**
      * The instance {@link #multiply} would use, without a workspace. For a skinny problem whose
-     * nearest shape in the tuning table ran fastest unsplit, that table's instance with one slice;
-     * otherwise, among the instances that do not split K with the right epilogue and B layout (and
+     * nearest shape in the tuning table ran fastest on a GEMV instance, that instance, where K and B
+     * allow its 16-byte loads (A is taken to start aligned, as every allocation does; the multiply
+     * methods that choose look at A itself and choose a tiled instance for an unaligned one); for one
+     * whose nearest shape ran fastest unsplit, that table's instance with one slice; otherwise, among the instances that do not split K with the right epilogue and B layout (and
      * B aligned for vector loads where the instance needs it), the large tile when its grid fills
      * every multiprocessor, else the smallest tile.
      *
@@ -247,7 +250,18 @@ public final class Sgemm {
      * @throws IllegalStateException if no shipped instance has this epilogue and B layout
      */
     public GemmConfig choose(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer b) {
-        GemmConfig tuned = m >= 1 && n >= 1 && k >= 1 ? tuned(m, n, k, bTransposed, epilogue) : null;
+        return choose(m, n, k, bTransposed, epilogue, null, b);
+    }
+
+    /** As the public overload; with {@code a} non-null, a GEMV instance only if A is aligned for it. */
+    private GemmConfig choose(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer a,
+            DeviceBuffer b) {
+        boolean valid = m >= 1 && n >= 1 && k >= 1;
+        GemmConfig gemv = valid ? gemv(m, n, k, bTransposed, epilogue, a, b) : null;
+        if (gemv != null) {
+            return gemv;
+        }
+        GemmConfig tuned = valid ? tuned(m, n, k, bTransposed, epilogue) : null;
         if (tuned != null && tuned.slices() == 1) {
             return tuned; // measured fastest, and one slice needs no workspace
         }
@@ -257,7 +271,8 @@ public final class Sgemm {
     /**
      * The instance and slice count {@link #multiply(CudaStream, GemmConfig, int, int, int, float, DeviceBuffer,
      * DeviceBuffer, float, DeviceBuffer, DeviceBuffer, GemmWorkspace)} should use with this workspace. Skinny
-     * problems (m up to the tuning table's largest) take the split-K instance and slice count measured best for
+     * problems (m up to the tuning table's largest) take the GEMV instance where the table says it won, under
+     * the alignment conditions of the other overload, else the split-K instance and slice count measured best for
      * the nearest shape in {@link SgemmTuning the tuning table}, with the slices scaled to this GPU's
      * multiprocessor count and cut to what K and the workspace allow; other problems are chosen as by
      * {@link #choose(int, int, int, boolean, GemmConfig.Epilogue, DeviceBuffer)}.
@@ -275,7 +290,16 @@ public final class Sgemm {
      */
     public GemmConfig choose(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer b,
             GemmWorkspace workspace) {
+        return choose(m, n, k, bTransposed, epilogue, null, b, workspace);
+    }
+
+    private GemmConfig choose(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer a,
+            DeviceBuffer b, GemmWorkspace workspace) {
         checkDimensions(m, n, k);
+        GemmConfig gemv = gemv(m, n, k, bTransposed, epilogue, a, b);
+        if (gemv != null) {
+            return gemv;
+        }
         GemmConfig split = workspace == null ? null : tuned(m, n, k, bTransposed, epilogue);
         if (split == null) {
             return chooseUnsplit(m, n, bTransposed, epilogue, b, bTransposed ? k : n);
@@ -285,6 +309,25 @@ public final class Sgemm {
             slices--;
         }
         return split.withSlices(slices);
+    }
+
+    /**
+     * The GEMV instance the tuning table gives this shape where it ran faster than any split-K
+     * launch, if K and B (and A, unless null) allow its 16-byte loads; else null.
+     */
+    GemmConfig gemv(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer a,
+            DeviceBuffer b) {
+        SgemmTuning.Entry entry = kernels.tuning().nearest(m, n, k);
+        if (entry == null || !entry.gemvWins()) {
+            return null;
+        }
+        return kernels.gemmConfigs().stream()
+                .filter(c -> c.mainloop() == GemmConfig.Mainloop.GEMV && c.epilogue() == epilogue
+                        && c.bTransposed() == bTransposed)
+                .filter(c -> c.tileM() == entry.gemvTileM() && c.tileN() == entry.gemvTileN())
+                .filter(c -> fitsGemv(k, a) && fitsAlignment(c, k, b))
+                .findFirst()
+                .orElse(null);
     }
 
     /**
@@ -310,7 +353,8 @@ public final class Sgemm {
             int ldb) {
         int multiprocessors = kernels.multiprocessorCount();
         List<GemmConfig> candidates = kernels.gemmConfigs().stream()
-                .filter(c -> !c.splitK() && c.epilogue() == epilogue && c.bTransposed() == bTransposed)
+                .filter(c -> c.mainloop() == GemmConfig.Mainloop.TILED && !c.splitK() && c.epilogue() == epilogue
+                        && c.bTransposed() == bTransposed)
                 .filter(c -> fitsAlignment(c, ldb, b))
                 .toList();
         if (candidates.isEmpty()) {
@@ -356,6 +400,15 @@ public final class Sgemm {
             throw new IllegalArgumentException(config.kernelName() + " needs B's leading dimension (" + ldb
                     + ") and offset to be multiples of " + config.alignment() + " floats");
         }
+        if (config.mainloop() == GemmConfig.Mainloop.GEMV && !fitsGemv(k, a)) {
+            throw new IllegalArgumentException(config.kernelName() + " reads A 4 floats at a time: it needs K (" + k
+                    + ") to be a multiple of 4 and A to start 16-byte aligned");
+        }
+    }
+
+    /** Whether K and A (unless null: an allocation's start, which is aligned) allow a GEMV instance's float4 loads. */
+    private static boolean fitsGemv(int k, DeviceBuffer a) {
+        return k % 4 == 0 && (a == null || a.address() % 16 == 0);
     }
 
     /** Whether B's leading dimension and offset allow {@code config}'s vector loads. */

@@ -17,8 +17,21 @@ import java.util.List;
 final class SgemmTuning {
     static final String RESOURCE = "sgemm-tuning.tsv";
 
-    /** The best split-K launch measured for one (m, n, k): the instance by its tile and reduction batch. */
-    record Entry(int m, int n, int k, int tileM, int tileN, int reductionBatch, int slices) {}
+    /**
+     * The best split-K launch measured for one (m, n, k): the instance by its tile and reduction batch;
+     * and the GEMV instance's tile where one ran faster still (0 x 0 where none did). A GEMV instance
+     * needs aligned operands: where they are not, the split-K launch is the fallback.
+     */
+    record Entry(int m, int n, int k, int tileM, int tileN, int reductionBatch, int slices, int gemvTileM,
+            int gemvTileN) {
+        Entry(int m, int n, int k, int tileM, int tileN, int reductionBatch, int slices) {
+            this(m, n, k, tileM, tileN, reductionBatch, slices, 0, 0);
+        }
+
+        boolean gemvWins() {
+            return gemvTileM > 0;
+        }
+    }
 
     private final int multiprocessors;
     private final List<Entry> entries;
@@ -49,9 +62,9 @@ final class SgemmTuning {
     }
 
     /**
-     * Lines "sms N", then "m n k tile slices ..." (tab-separated), where tile is "tileMxtileN" for an
-     * instance that adds partials one slice at a time and "tileMxtileN_rB" for one with reduction
-     * batch B; '#' starts a comment.
+     * Lines "sms N", then "m n k tile slices us unsplit_us [gemv us]" (tab-separated), where tile is
+     * "tileMxtileN" for an instance that adds partials one slice at a time and "tileMxtileN_rB" for
+     * one with reduction batch B, and gemv, where present, is "gemv_tileMxtileN"; '#' starts a comment.
      */
     static SgemmTuning parse(String text) {
         int sms = 0;
@@ -73,18 +86,32 @@ final class SgemmTuning {
                 if (instance.length > 2) {
                     throw new IllegalArgumentException("tile " + fields[3]);
                 }
-                String[] tile = instance[0].split("x", -1);
-                if (tile.length != 2) {
-                    throw new IllegalArgumentException("tile " + fields[3]);
+                int[] tile = tile(instance[0], fields[3]);
+                int[] gemv = {0, 0};
+                if (fields.length > 7) {
+                    if (!fields[7].startsWith("gemv_")) {
+                        throw new IllegalArgumentException("GEMV tile " + fields[7]);
+                    }
+                    gemv = tile(fields[7].substring("gemv_".length()), fields[7]);
                 }
                 entries.add(new Entry(Integer.parseInt(fields[0]), Integer.parseInt(fields[1]),
-                        Integer.parseInt(fields[2]), Integer.parseInt(tile[0]), Integer.parseInt(tile[1]),
-                        instance.length == 2 ? Integer.parseInt(instance[1]) : 0, Integer.parseInt(fields[4])));
+                        Integer.parseInt(fields[2]), tile[0], tile[1],
+                        instance.length == 2 ? Integer.parseInt(instance[1]) : 0, Integer.parseInt(fields[4]),
+                        gemv[0], gemv[1]));
             } catch (RuntimeException e) {
                 throw new IllegalStateException(RESOURCE + " line " + number + " is malformed: " + line, e);
             }
         }
         return new SgemmTuning(sms, entries);
+    }
+
+    /** "MxN" as {M, N}. */
+    private static int[] tile(String dimensions, String field) {
+        String[] parts = dimensions.split("x", -1);
+        if (parts.length != 2) {
+            throw new IllegalArgumentException("tile " + field);
+        }
+        return new int[] {Integer.parseInt(parts[0]), Integer.parseInt(parts[1])};
     }
 
     /**

@@ -14,18 +14,66 @@ class SgemmTuningTest {
             # a comment
             sms\t132
             1\t512\t512\t16x64\t8
-            32\t512\t512\t32x32\t16
+            32\t512\t512\t32x32\t16\t9.4\t22.7\tgemv_8x8\t4.9
             128\t512\t512\t32x32_r4\t4
             256\t4096\t4096\t64x64_r2\t2
             """);
 
     @Test
     void theNearestShapeIsFoundByRatiosAndLargeProblemsAreNotSkinny() {
-        assertEquals(new SgemmTuning.Entry(32, 512, 512, 32, 32, 0, 16), TABLE.nearest(30, 600, 480));
+        assertEquals(new SgemmTuning.Entry(32, 512, 512, 32, 32, 0, 16, 8, 8), TABLE.nearest(30, 600, 480));
         assertEquals(new SgemmTuning.Entry(1, 512, 512, 16, 64, 0, 8), TABLE.nearest(2, 512, 512));
         assertEquals(new SgemmTuning.Entry(128, 512, 512, 32, 32, 4, 4), TABLE.nearest(100, 512, 512));
         assertEquals(new SgemmTuning.Entry(256, 4096, 4096, 64, 64, 2, 2), TABLE.nearest(200, 3000, 5000));
         assertNull(TABLE.nearest(257, 512, 512), "above the table's largest m nothing is split");
+    }
+
+    @Test
+    void aGemvColumnNamesTheGemvTileWhereOneWon() {
+        assertTrue(TABLE.nearest(32, 512, 512).gemvWins());
+        assertEquals(8, TABLE.nearest(32, 512, 512).gemvTileN());
+        assertTrue(!TABLE.nearest(1, 512, 512).gemvWins(), "no gemv column: the split-K launch won");
+        for (String gemv : new String[] {"8x8", "gemv_8", "gemv_8x8x128", "split_8x8"}) {
+            IllegalStateException e = assertThrows(IllegalStateException.class,
+                    () -> SgemmTuning.parse("sms\t132\n1\t512\t512\t16x64\t8\t5.5\t22.3\t" + gemv + "\t2.6\n"), gemv);
+            assertTrue(e.getMessage().contains("line 2 is malformed"), e.getMessage());
+        }
+    }
+
+    @Test
+    void everyGemvTileOfTheShippedTableIsAShippedGemvInstanceForBothEpilogues() {
+        var configs = KernelManifest.load().gemmConfigs();
+        List<SgemmTuning.Entry> gemv = entriesOf(SgemmTuning.load()).stream().filter(SgemmTuning.Entry::gemvWins)
+                .toList();
+        assertTrue(gemv.size() >= 3, "the shipped table has GEMV rows at batch 1 to 32: " + gemv);
+        for (SgemmTuning.Entry entry : gemv) {
+            assertTrue(entry.m() <= 32, entry + ": GEMV instances are measured at batch 1 to 32 only");
+            for (GemmConfig.Epilogue epilogue : GemmConfig.Epilogue.values()) {
+                assertEquals(1, configs.stream()
+                        .filter(c -> c.mainloop() == GemmConfig.Mainloop.GEMV && c.epilogue() == epilogue)
+                        .filter(c -> c.tileM() == entry.gemvTileM() && c.tileN() == entry.gemvTileN())
+                        .count(), entry + " " + epilogue);
+            }
+        }
+    }
+
+    @Test
+    void aGemvInstanceReadsBTransposedFourFloatsAtATimeAndNeverSplits() {
+        var gemv = KernelManifest.load().gemmConfigs().stream()
+                .filter(c -> c.mainloop() == GemmConfig.Mainloop.GEMV).toList();
+        assertEquals(4, gemv.size(), "8x4 and 8x8, each with both epilogues: " + gemv);
+        for (GemmConfig c : gemv) {
+            assertTrue(c.bTransposed() && c.alignment() == 4 && !c.splitK() && c.sharedMemBytes() == 0, c.toString());
+            assertTrue(c.kernelName().startsWith("cg4j_simt_gemv_f32_" + c.tileM() + "x" + c.tileN() + "x128_"), c.kernelName());
+        }
+        IllegalArgumentException split = assertThrows(IllegalArgumentException.class, () -> new GemmConfig("g",
+                GemmConfig.Epilogue.BIAS_RELU, 8, 8, 128, 1, 128, 0, true, 4, true, 1, 0, GemmConfig.Mainloop.GEMV));
+        assertEquals("g: a GEMV instance reads B stored [N, K] 4 floats at a time and does not split K",
+                split.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> new GemmConfig("g", GemmConfig.Epilogue.BIAS_RELU, 8, 8,
+                128, 1, 128, 0, false, 4, false, 1, 0, GemmConfig.Mainloop.GEMV));
+        assertThrows(IllegalArgumentException.class, () -> new GemmConfig("g", GemmConfig.Epilogue.BIAS_RELU, 8, 8,
+                128, 1, 128, 0, true, 1, false, 1, 0, GemmConfig.Mainloop.GEMV));
     }
 
     @Test

@@ -132,14 +132,15 @@ class SplitKTest {
     void theHeuristicSplitsSkinnyProblemsAndLeavesLargeOnesWhole() {
         try (DeviceBuffer b = device.allocateFloats(1);
                 GemmWorkspace workspace = GemmWorkspace.allocate(device, 256, 4096, 32)) {
-            // The tuning table's batch-1 entry at width 512: the 16x64 tile, K split in 16 on 132 SMs.
-            GemmConfig skinny = kernels.sgemm().choose(1, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU, b, workspace);
+            // The tuning table's batch-1 entry at width 512: the 16x64 tile, K split in 16 on 132 SMs. (K = 511: at
+            // 512 a GEMV instance won, which needs K a multiple of 4; GemvTest covers it.)
+            GemmConfig skinny = kernels.sgemm().choose(1, 512, 511, true, GemmConfig.Epilogue.BIAS_RELU, b, workspace);
             assertTrue(skinny.splitK() && skinny.tileM() == 16 && skinny.tileN() == 64, skinny.toString());
             assertTrue(skinny.slices() > 1, skinny.toString());
             GemmConfig large = kernels.sgemm().choose(4096, 4096, 4096, true, GemmConfig.Epilogue.BIAS_RELU, b,
                     workspace);
             assertFalse(large.splitK(), large.toString());
-            GemmConfig noWorkspace = kernels.sgemm().choose(1, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU, b);
+            GemmConfig noWorkspace = kernels.sgemm().choose(1, 512, 511, true, GemmConfig.Epilogue.BIAS_RELU, b);
             assertFalse(noWorkspace.splitK(), "without a workspace nothing splits");
             // Where the table measured one slice fastest, that instance is chosen even without a workspace.
             GemmConfig unsplitBest = kernels.sgemm().tuned(128, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU);
@@ -148,7 +149,7 @@ class SplitKTest {
                         kernels.sgemm().choose(128, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU, b));
             }
             try (GemmWorkspace tiny = GemmWorkspace.allocate(device, 1, 512, 1)) {
-                assertEquals(1, kernels.sgemm().choose(1, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU, b, tiny)
+                assertEquals(1, kernels.sgemm().choose(1, 512, 511, true, GemmConfig.Epilogue.BIAS_RELU, b, tiny)
                         .slices(), "a workspace too small for partials gets one slice");
             }
         }
@@ -302,17 +303,22 @@ class SplitKTest {
         }
     }
 
-    /** The owned workspace is sized from the tuning table's plans, so every planned split fits. */
+    /**
+     * The owned workspace is sized from the tuning table's plans, so every planned split fits; where
+     * the table says a GEMV instance won, the layers run that instead.
+     */
     @Test
-    void anMlpSplitsAsTheTuningTablePlansAtEveryBatch() {
+    void anMlpRunsWhatTheTuningTablePlansAtEveryBatch() {
         int width = 512;
         try (DeviceBuffer w = device.allocateFloats(width * width); DeviceBuffer bias = device.allocateFloats(width);
                 DeviceBuffer x = device.allocateFloats(256 * width); DeviceBuffer y = device.allocateFloats(256 * width)) {
             Linear layer = new Linear(kernels, w, bias, width, width);
             try (Mlp mlp = new Mlp(kernels, List.of(layer, layer), 256)) {
                 for (int batch : new int[] {1, 8, 32, 256}) {
-                    GemmConfig planned = kernels.sgemm().tuned(batch, width, width, true,
-                            GemmConfig.Epilogue.BIAS_RELU);
+                    GemmConfig gemv = kernels.sgemm().gemv(batch, width, width, true, GemmConfig.Epilogue.BIAS_RELU,
+                            x, w);
+                    GemmConfig planned = gemv != null ? gemv
+                            : kernels.sgemm().tuned(batch, width, width, true, GemmConfig.Epilogue.BIAS_RELU);
                     CudaGraph graph;
                     try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.THREAD_LOCAL)) {
                         mlp.forward(stream, batch, x, y, Linear.Mode.FUSED);

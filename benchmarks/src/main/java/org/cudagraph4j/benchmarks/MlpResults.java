@@ -54,7 +54,8 @@ final class MlpResults {
                     cell.graph = time;
                 }
                 Matcher tile = TILE.matcher(n.group(6));
-                cell.config = (tile.find() ? tile.group(1) : n.group(6)) + " x" + n.group(7);
+                String kind = n.group(6).contains("_gemv_") ? "gemv " : "";
+                cell.config = kind + (tile.find() ? tile.group(1) : n.group(6)) + " x" + n.group(7);
                 continue;
             }
             Matcher lt = CUBLASLT.matcher(line);

@@ -45,6 +45,20 @@ class MlpResultsTest {
         assertTrue(key.equals("mlp/graph/512/32/pdl"), key);
     }
 
+    @Test
+    void aGemvInstanceIsNamedAsSuchAndASplitKLineBesideItIsNotTheResult() {
+        MlpResults results = new MlpResults();
+        results.read("""
+                MLP16 native graph PDL: width 512 batch 32: 90.8 us/forward sync each (median), 85.5 us pipelined; \
+                cg4j_simt_gemv_f32_8x8x128_w4_tnt_align4_bias_f32_relu x1 slices
+                MLP16 split-K graph PDL: width 512 batch 32: 149.6 us/forward sync each (median), 144.1 us pipelined; \
+                cg4j_simt_sgemm_f32_32x32x16_4_tnt_align1_bias_f32_relu_splitk_r4 x4 slices
+                MLP16 torch graph: width 512 batch 32: 172.3 us sync each, 165.4 us pipelined
+                """);
+        assertEquals(90.8 / 172.3, results.ratio(512, 32), 1e-12);
+        assertTrue(results.markdown().contains("| 512 | 32 | gemv 8x8 x1 | n/a | 90.8 | 85.5 |"), results.markdown());
+    }
+
     /** Lines as native/mlp_cublaslt.cu prints them: only the "MLP16 cublaslt graph" ones are results. */
     private static final String CUBLASLT_LOG = """
             device: NVIDIA H200, 132 SMs; cuBLASLt 130100, CUDA runtime 13000; FP32, CUBLAS_COMPUTE_32F (no TF32), \

@@ -1,0 +1,169 @@
+package org.cudagraph4j.kernels;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.stream.Stream;
+import org.cudagraph4j.CudaDevice;
+import org.cudagraph4j.CudaStream;
+import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.GpuTest;
+import org.cudagraph4j.TestData;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/** The GEMV-like instances: B stored [N, K], K a multiple of 4, A and B 16-byte aligned. */
+@GpuTest
+class GemvTest {
+    private static CudaDevice device;
+    private static ShippedKernels kernels;
+    private static CudaStream stream;
+
+    @BeforeAll
+    static void load() {
+        device = TestData.device();
+        kernels = ShippedKernels.load(device);
+        stream = device.createStream();
+    }
+
+    @AfterAll
+    static void close() {
+        stream.close();
+        kernels.close();
+    }
+
+    private static List<GemmConfig> gemvConfigs() {
+        List<GemmConfig> configs = kernels.gemmConfigs().stream()
+                .filter(c -> c.mainloop() == GemmConfig.Mainloop.GEMV).toList();
+        assertEquals(4, configs.size(), "two tiles, each with both epilogues: " + configs);
+        return configs;
+    }
+
+    /** Partial row blocks and column tiles, K of one float4 per lane or less, and the inference shapes. */
+    static Stream<Arguments> shapes() {
+        int[][] shapes = {{1, 1, 4}, {1, 512, 512}, {3, 5, 132}, {8, 1000, 16}, {9, 63, 516}, {31, 257, 1028},
+                {32, 512, 512}, {33, 97, 4096}, {77, 13, 260}};
+        int[][] sanitized = {{1, 1, 4}, {9, 63, 516}, {33, 97, 260}};
+        return Stream.of(TestData.underSanitizer() ? sanitized : shapes).map(s -> Arguments.of(s[0], s[1], s[2]));
+    }
+
+    @ParameterizedTest(name = "m={0} n={1} k={2}")
+    @MethodSource("shapes")
+    void everyGemvInstanceMatchesTheDoubleReference(int m, int n, int k) {
+        try (GemmCase problem = new GemmCase(device, m, n, k, true)) {
+            for (GemmConfig config : gemvConfigs()) {
+                problem.check(kernels, stream, config, null);
+            }
+        }
+    }
+
+    @Test
+    void aGemvResultIsTheSameBitsEveryRunAndWithProgrammaticDependentLaunch() {
+        int m = 32;
+        int n = 512;
+        int k = 4096;
+        long seed = TestData.newSeed();
+        try (DeviceBuffer a = TestData.upload(device, TestData.randomFloats(m * k, seed));
+                DeviceBuffer b = TestData.upload(device, TestData.randomFloats(n * k, seed + 1));
+                DeviceBuffer bias = TestData.upload(device, TestData.randomFloats(n, seed + 2));
+                DeviceBuffer d = device.allocateFloats(m * n)) {
+            for (GemmConfig config : gemvConfigs()) {
+                if (config.epilogue() != GemmConfig.Epilogue.BIAS_RELU) {
+                    continue;
+                }
+                int[] first = null;
+                for (Sgemm sgemm : new Sgemm[] {kernels.sgemm(), kernels.sgemm().withProgrammaticDependentLaunch()}) {
+                    for (int run = 0; run < (TestData.underSanitizer() ? 2 : 20); run++) {
+                        d.memset(0xFF);
+                        sgemm.multiply(stream, config, m, n, k, 1f, a, b, 0f, d, bias);
+                        stream.synchronize();
+                        int[] bits = bits(d.toFloatArray());
+                        if (first == null) {
+                            first = bits;
+                        }
+                        assertArrayEquals(first, bits, config.kernelName() + " run " + run + " PDL "
+                                + sgemm.programmaticDependentLaunch() + " " + TestData.seedDescription(seed));
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void operandsAGemvInstanceCannotLoadFourFloatsAtATimeAreRefused() {
+        GemmConfig gemv = gemvConfigs().getFirst();
+        try (DeviceBuffer a = device.allocateFloats(8 * 132); DeviceBuffer b = device.allocateFloats(64 * 132);
+                DeviceBuffer bias = device.allocateFloats(64); DeviceBuffer c = device.allocateFloats(8 * 64)) {
+            Object biasOrNull = gemv.epilogue() == GemmConfig.Epilogue.BIAS_RELU ? bias : null;
+            IllegalArgumentException oddK = assertThrows(IllegalArgumentException.class, () -> kernels.sgemm()
+                    .multiply(stream, gemv, 8, 64, 130, 1f, a, b, 0f, c, (DeviceBuffer) biasOrNull));
+            assertTrue(oddK.getMessage().contains("needs B's leading dimension (130) and offset to be multiples of 4"),
+                    oddK.getMessage());
+            DeviceBuffer shiftedA = a.slice(1, 8 * 128);
+            IllegalArgumentException misalignedA = assertThrows(IllegalArgumentException.class, () -> kernels.sgemm()
+                    .multiply(stream, gemv, 8, 64, 128, 1f, shiftedA, b, 0f, c, (DeviceBuffer) biasOrNull));
+            assertEquals(gemv.kernelName() + " reads A 4 floats at a time: it needs K (128) to be a multiple of 4 and "
+                    + "A to start 16-byte aligned", misalignedA.getMessage());
+            DeviceBuffer shiftedB = b.slice(2, 64 * 128);
+            assertThrows(IllegalArgumentException.class, () -> kernels.sgemm()
+                    .multiply(stream, gemv, 8, 64, 128, 1f, a, shiftedB, 0f, c, (DeviceBuffer) biasOrNull));
+        }
+    }
+
+    @Test
+    void theHeuristicTakesTheGemvInstanceWhereTheTableSaysItWonAndOperandsAllowIt() {
+        try (DeviceBuffer b = device.allocateFloats(512 * 512);
+                GemmWorkspace workspace = GemmWorkspace.allocate(device, 32, 512, 32)) {
+            GemmConfig chosen = kernels.sgemm().choose(32, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU, b, workspace);
+            assertEquals(GemmConfig.Mainloop.GEMV, chosen.mainloop(), chosen.toString());
+            assertEquals(chosen, kernels.sgemm().choose(32, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU, b),
+                    "a GEMV instance needs no workspace");
+            GemmConfig oddK = kernels.sgemm().choose(32, 512, 511, true, GemmConfig.Epilogue.BIAS_RELU, b, workspace);
+            assertEquals(GemmConfig.Mainloop.TILED, oddK.mainloop(), "K = 511 cannot be read 4 floats at a time");
+            GemmConfig notTransposed = kernels.sgemm().choose(32, 512, 512, false, GemmConfig.Epilogue.BIAS_RELU, b,
+                    workspace);
+            assertEquals(GemmConfig.Mainloop.TILED, notTransposed.mainloop(), "GEMV instances take B as [N, K] only");
+            assertFalse(kernels.sgemm().choose(256, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU, b, workspace)
+                    .mainloop() == GemmConfig.Mainloop.GEMV, "batch 256 is not a GEMV shape");
+        }
+    }
+
+    /** A Linear at batch 32 takes the GEMV instance, or a tiled one when its input starts unaligned: same answer. */
+    @Test
+    void aLinearWhoseInputIsAnUnalignedSliceFallsBackToATiledInstanceAndIsRight() {
+        int batch = 32;
+        int width = 512;
+        long seed = TestData.newSeed();
+        float[] x = TestData.randomFloats(batch * width + 1, seed);
+        float[] w = TestData.randomFloats(width * width, seed + 1);
+        float[] bias = TestData.randomFloats(width, seed + 2);
+        float[] shifted = java.util.Arrays.copyOfRange(x, 1, x.length);
+        double[] expected = Reference.biasRelu(Reference.gemm(batch, width, width, 1, shifted, w, true, 0, null),
+                batch, width, bias);
+        try (DeviceBuffer dx = TestData.upload(device, x); DeviceBuffer dw = TestData.upload(device, w);
+                DeviceBuffer db = TestData.upload(device, bias); DeviceBuffer dy = device.allocateFloats(batch * width);
+                GemmWorkspace workspace = GemmWorkspace.allocate(device, batch, width, 32)) {
+            Linear layer = new Linear(kernels, dw, db, width, width).withWorkspace(workspace);
+            dy.memset(0xFF);
+            layer.forward(stream, batch, dx.slice(1, batch * width), dy, Linear.Mode.FUSED);
+            stream.synchronize();
+            Reference.assertClose(expected, dy.toFloatArray(), "unaligned input " + TestData.seedDescription(seed));
+        }
+    }
+
+    private static int[] bits(float[] values) {
+        int[] bits = new int[values.length];
+        for (int i = 0; i < values.length; i++) {
+            bits[i] = Float.floatToRawIntBits(values[i]);
+        }
+        return bits;
+    }
+}
