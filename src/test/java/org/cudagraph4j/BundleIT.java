@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -47,7 +48,7 @@ class BundleIT {
                 "cudagraph4j-gpu-bundle/benchmarks/native/skinny_test.cu",
                 "cudagraph4j-gpu-bundle/benchmarks/native/mlp_torch.py",
                 "cudagraph4j-gpu-bundle/benchmarks/native/mlp_cublaslt.cu",
-                "cudagraph4j-gpu-bundle/bin/run-serving-benchmark",
+                "cudagraph4j-gpu-bundle/bin/run-serving-benchmark", "cudagraph4j-gpu-bundle/bin/run-multi-gpu",
                 "cudagraph4j-gpu-bundle/benchmarks/server/torch_server.py",
                 "cudagraph4j-gpu-bundle/benchmarks/wrk/infer.lua")) {
             assertTrue(entries.contains(expected), "missing " + expected);
@@ -60,6 +61,7 @@ class BundleIT {
         assertTrue(Files.isExecutable(bundle.resolve("bin/soak")));
         assertTrue(Files.isExecutable(bundle.resolve("bin/run-serving-benchmark")));
         assertTrue(Files.isExecutable(bundle.resolve("bin/profile-benchmark")));
+        assertTrue(Files.isExecutable(bundle.resolve("bin/run-multi-gpu")));
     }
 
     @Test
@@ -92,6 +94,22 @@ class BundleIT {
         assertEquals(1, lines.size(), String.join("\n", lines));
         assertTrue(lines.get(0).startsWith("run-benchmarks: needs a CUDA GPU: cudaGetDeviceCount: cudaError"),
                 lines.get(0));
+    }
+
+    @Test
+    void runMultiGpuStopsWithOneClearLineWithoutAGpu(@TempDir Path out) throws Exception {
+        Assumptions.assumeFalse(hasGpu(), "this machine has a GPU: run-multi-gpu would count them");
+        Process process = new ProcessBuilder(bundle.resolve("bin/run-multi-gpu").toString(), "--out", out.toString())
+                .redirectErrorStream(true).start();
+        List<String> lines = new String(process.getInputStream().readAllBytes()).lines().toList();
+        assertTrue(process.waitFor(2, TimeUnit.MINUTES));
+        assertEquals(2, process.exitValue(), String.join("\n", lines));
+        assertEquals(1, lines.size(), String.join("\n", lines));
+        assertTrue(lines.get(0).startsWith("run-multi-gpu: needs a CUDA GPU: cudaGetDeviceCount: cudaError"),
+                lines.get(0));
+        try (Stream<Path> written = Files.list(out)) {
+            assertEquals(0, written.count(), "nothing written without the GPUs");
+        }
     }
 
     @Test

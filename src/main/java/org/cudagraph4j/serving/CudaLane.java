@@ -108,6 +108,11 @@ final class CudaLane implements Lane {
     }
 
     @Override
+    public int deviceOrdinal() {
+        return device.ordinal();
+    }
+
+    @Override
     public float[] run(int bucket, float[] rows, int rowCount) {
         MemorySegment staged = stagedInput.segment();
         long usedBytes = (long) Float.BYTES * rowCount * inputWidth;

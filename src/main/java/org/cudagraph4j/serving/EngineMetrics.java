@@ -19,7 +19,11 @@ import java.util.Map;
  * @param latencyP50Micros median time from submission to answer, in µs (0 before the first answer)
  * @param latencyP99Micros 99th percentile of that time, in µs
  * @param latencyP999Micros 99.9th percentile of that time, in µs
+ * @param batchesPerDevice batches run per device, by ordinal, in ascending order: every device the
+ *     engine serves on, at 0 while it has run none, so that a device left idle shows
+ * @param rowsPerDevice request rows served per device, by ordinal, likewise
  */
 public record EngineMetrics(long requests, long rejected, long completed, long failed, long batches,
         long graphLaunches, long eagerLaunches, long rows, long paddedRows, int queued,
-        Map<Integer, Long> batchesPerBucket, long latencyP50Micros, long latencyP99Micros, long latencyP999Micros) {}
+        Map<Integer, Long> batchesPerBucket, long latencyP50Micros, long latencyP99Micros, long latencyP999Micros,
+        Map<Integer, Long> batchesPerDevice, Map<Integer, Long> rowsPerDevice) {}

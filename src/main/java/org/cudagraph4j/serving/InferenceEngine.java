@@ -4,6 +4,7 @@ import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -130,8 +131,9 @@ public final class InferenceEngine implements AutoCloseable {
             worker.thread = Thread.ofPlatform().name("inference-" + engine + "-lane-" + i).daemon().start(worker);
         }
         dispatcher = Thread.ofPlatform().name("inference-" + engine + "-dispatcher").daemon().start(this::dispatch);
-        LOG.log(Level.INFO, "inference engine {0} serving: {1} lane(s), buckets {2}, {3} capture", engine,
-                this.lanes.size(), ladder.sizes(), options.capturePolicy());
+        LOG.log(Level.INFO, "inference engine {0} serving: {1} lane(s) on device(s) {2}, buckets {3}, {4} capture",
+                engine, this.lanes.size(), this.lanes.stream().map(Lane::deviceOrdinal).distinct().sorted().toList(),
+                ladder.sizes(), options.capturePolicy());
     }
 
     /**
@@ -362,6 +364,9 @@ public final class InferenceEngine implements AutoCloseable {
         private final int index;
         private final Lane lane;
         private final BlockingQueue<List<Piece>> assigned = new ArrayBlockingQueue<>(1);
+        /** This lane's share of the counters, summed per device by {@link InferenceEngine#metrics()}. */
+        private final LongAdder batchesRun = new LongAdder();
+        private final LongAdder rowsRun = new LongAdder();
         private volatile boolean stopping;
         private Thread thread;
 
@@ -454,6 +459,8 @@ public final class InferenceEngine implements AutoCloseable {
             rowsServed.add(rows);
             paddedRows.add(bucket - rows);
             perBucket.get(bucket).incrementAndGet();
+            batchesRun.increment();
+            rowsRun.add(rows);
             at = 0;
             for (Piece piece : batch) {
                 Request request = piece.request();
@@ -515,10 +522,17 @@ public final class InferenceEngine implements AutoCloseable {
     public EngineMetrics metrics() {
         Map<Integer, Long> buckets = new TreeMap<>();
         perBucket.forEach((size, count) -> buckets.put(size, count.get()));
+        Map<Integer, Long> deviceBatches = new TreeMap<>();
+        Map<Integer, Long> deviceRows = new TreeMap<>();
+        for (Worker worker : workers) {
+            deviceBatches.merge(worker.lane.deviceOrdinal(), worker.batchesRun.sum(), Long::sum);
+            deviceRows.merge(worker.lane.deviceOrdinal(), worker.rowsRun.sum(), Long::sum);
+        }
         return new EngineMetrics(requests.sum(), rejected.sum(), completed.sum(), failed.sum(), batches.sum(),
                 graphLaunches.sum(), eagerLaunches.sum(), rowsServed.sum(), paddedRows.sum(),
                 options.queueCapacity() - capacity.availablePermits(), Map.copyOf(buckets),
-                latency.percentile(0.5), latency.percentile(0.99), latency.percentile(0.999));
+                latency.percentile(0.5), latency.percentile(0.99), latency.percentile(0.999),
+                Collections.unmodifiableMap(deviceBatches), Collections.unmodifiableMap(deviceRows));
     }
 
     /**

@@ -7,6 +7,9 @@ interface Lane extends AutoCloseable {
     /** Prepares the calling thread, the lane's worker, for this lane: makes its device current. */
     void bind();
 
+    /** The ordinal of the device this lane runs on, which the engine counts its batches under. */
+    int deviceOrdinal();
+
     /**
      * Runs {@code rows} packed input rows on {@code bucket} and returns their outputs; blocks until
      * they are on the host.

@@ -12,7 +12,7 @@ import java.util.function.Function;
 /**
  * A lane without a GPU, for the engine's logic: output row = (sum of the input row, 2 × its first
  * float), computed in the lane, so any row served with another request's data shows. It can hold
- * batches at a gate, fail chosen batches, and capture buckets lazily.
+ * batches at a gate, fail chosen batches, capture buckets lazily, and claim any device ordinal.
  */
 final class FakeLane implements Lane {
     static final int IN = 3;
@@ -20,6 +20,7 @@ final class FakeLane implements Lane {
 
     private final Set<Integer> captured = ConcurrentHashMap.newKeySet();
     private final List<Integer> toCapture;
+    private final int device;
     final List<Integer> buckets = java.util.Collections.synchronizedList(new ArrayList<>());
     final AtomicInteger rowsRun = new AtomicInteger();
     volatile CountDownLatch gate = new CountDownLatch(0);
@@ -29,7 +30,12 @@ final class FakeLane implements Lane {
     volatile boolean closed;
 
     FakeLane(List<Integer> capturable) {
+        this(capturable, 0);
+    }
+
+    FakeLane(List<Integer> capturable, int device) {
         this.toCapture = new ArrayList<>(capturable);
+        this.device = device;
     }
 
     static float[] expected(float[] rows) {
@@ -46,6 +52,11 @@ final class FakeLane implements Lane {
     @Override
     public void bind() {
         binds.incrementAndGet();
+    }
+
+    @Override
+    public int deviceOrdinal() {
+        return device;
     }
 
     @Override

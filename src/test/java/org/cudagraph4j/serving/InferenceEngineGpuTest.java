@@ -3,6 +3,7 @@ package org.cudagraph4j.serving;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -10,7 +11,9 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -144,6 +147,8 @@ class InferenceEngineGpuTest {
             assertTrue(wrong.isEmpty(), () -> wrong.size() + " wrong, first: " + wrong.getFirst());
             EngineMetrics metrics = engine.metrics();
             assertEquals((long) threadCount * requestsPerThread, metrics.completed());
+            assertEquals(Map.of(device.ordinal(), metrics.batches()), metrics.batchesPerDevice());
+            assertEquals(Map.of(device.ordinal(), metrics.rows()), metrics.rowsPerDevice());
             if (policy == CapturePolicy.EAGER) {
                 assertEquals(metrics.batches(), metrics.graphLaunches(), metrics.toString());
             }
@@ -151,6 +156,72 @@ class InferenceEngineGpuTest {
     }
 
     private record Request(int index, int[] poolRows, CompletableFuture<float[]> answer) {}
+
+    /**
+     * An engine over every GPU of the host (issue 16; two at least), each lane's model on its own
+     * device's kernels and weights: every device runs batches, and every row of every answer is
+     * right, whichever device computed it.
+     */
+    @Test
+    void anEngineOverEveryGpuRunsBatchesOnEachAndAnswersRight() throws Exception {
+        List<CudaDevice> devices = Cuda.devices();
+        assumeTrue(devices.size() >= 2, "needs two GPUs; this host has " + devices.size());
+        Map<CudaDevice, ShippedKernels> kernelsOn = new HashMap<>();
+        Map<CudaDevice, List<DeviceBuffer>> weightsOn = new HashMap<>();
+        try {
+            for (CudaDevice gpu : devices) {
+                kernelsOn.put(gpu, ShippedKernels.load(gpu)); // per device: it sets per-device kernel attributes
+                List<DeviceBuffer> uploaded = new ArrayList<>();
+                weightsOn.put(gpu, uploaded);
+                for (int l = 0; l < 2; l++) {
+                    uploaded.add(TestData.upload(gpu, weights[l]));
+                    uploaded.add(TestData.upload(gpu, biases[l]));
+                }
+            }
+            LaneModel.Factory models = gpu -> {
+                ShippedKernels own = kernelsOn.get(gpu);
+                List<DeviceBuffer> w = weightsOn.get(gpu);
+                return LaneModel.of(new Mlp(own, List.of(new Linear(own, w.get(0), w.get(1), WIDTH, WIDTH),
+                        new Linear(own, w.get(2), w.get(3), WIDTH, WIDTH)), LADDER.largest()), Linear.Mode.FUSED);
+            };
+            ServingOptions options = ServingOptions.defaults().withLadder(LADDER).withLanes(2)
+                    .withMaxWait(Duration.ofNanos(100_000)).withRequestTimeout(Duration.ofMinutes(10));
+            try (InferenceEngine engine = InferenceEngine.start(devices, WIDTH, WIDTH, models, options)) {
+                int requests = TestData.underSanitizer() ? 20 : 500;
+                List<Thread> threads = new ArrayList<>();
+                List<String> wrong = Collections.synchronizedList(new ArrayList<>());
+                for (int t = 0; t < 16; t++) {
+                    int thread = t;
+                    threads.add(Thread.ofVirtual().start(() -> {
+                        SplittableRandom random = new SplittableRandom(thread);
+                        ArrayDeque<Request> inFlight = new ArrayDeque<>();
+                        for (int r = 0; r < requests; r++) {
+                            int[] rows = random.ints(random.nextInt(1, 101), 0, POOL_ROWS).toArray();
+                            inFlight.add(new Request(r, rows, engine.submit(poolRows(rows))));
+                            if (inFlight.size() == 16 || r == requests - 1) {
+                                while (!inFlight.isEmpty()) {
+                                    check(inFlight.poll(), thread, wrong);
+                                }
+                            }
+                        }
+                    }));
+                }
+                for (Thread thread : threads) {
+                    thread.join();
+                }
+                assertTrue(wrong.isEmpty(), () -> wrong.size() + " wrong, first: " + wrong.getFirst());
+                EngineMetrics metrics = engine.metrics();
+                assertEquals(devices.stream().map(CudaDevice::ordinal).toList(),
+                        List.copyOf(metrics.batchesPerDevice().keySet()));
+                assertTrue(metrics.batchesPerDevice().values().stream().allMatch(n -> n > 0),
+                        "every device ran batches: " + metrics.batchesPerDevice());
+                assertEquals(metrics.rows(), metrics.rowsPerDevice().values().stream().mapToLong(n -> n).sum());
+            }
+        } finally {
+            weightsOn.values().forEach(uploaded -> uploaded.forEach(DeviceBuffer::close));
+            kernelsOn.values().forEach(ShippedKernels::close);
+        }
+    }
 
     private static float[] poolRows(int[] rows) {
         float[] input = new float[rows.length * WIDTH];

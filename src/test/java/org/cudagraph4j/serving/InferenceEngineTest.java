@@ -115,6 +115,58 @@ class InferenceEngineTest {
     }
 
     @Test
+    void metricsCountEachDevicesBatchesAndRowsAndShowAnIdleDevice() throws Exception {
+        // The lane on device 3 is first in line, so it takes the first batch and holds it at its gate:
+        // devices 0 (two lanes) and 1 serve the rest, and device 3 shows at 0 until it lets that batch go.
+        List<FakeLane> lanes = new ArrayList<>();
+        for (int device : new int[] {3, 0, 1, 0}) {
+            FakeLane lane = new FakeLane(LADDER.sizes(), device);
+            while (lane.captureNext()) {
+                // eager: every bucket has its graph
+            }
+            lane.delayNanos = 20_000;
+            lanes.add(lane);
+        }
+        CountDownLatch gate = new CountDownLatch(1);
+        lanes.get(0).gate = gate;
+        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes, options())) {
+            float[] heldInput = rows(0, 5);
+            CompletableFuture<float[]> held = engine.submit(heldInput);
+            Thread.sleep(50); // the first batch is now held at device 3's gate
+            List<float[]> inputs = new ArrayList<>();
+            List<CompletableFuture<float[]>> futures = new ArrayList<>();
+            for (int i = 1; i <= 200; i++) {
+                inputs.add(rows(i, 1 + i % 70));
+                futures.add(engine.submit(inputs.getLast()));
+            }
+            for (int i = 0; i < futures.size(); i++) {
+                assertArrayEquals(FakeLane.expected(inputs.get(i)), futures.get(i).get(20, TimeUnit.SECONDS));
+            }
+            EngineMetrics metrics = engine.metrics();
+            assertEquals(List.of(0, 1, 3), List.copyOf(metrics.batchesPerDevice().keySet()), metrics.toString());
+            assertEquals(List.of(0, 1, 3), List.copyOf(metrics.rowsPerDevice().keySet()), metrics.toString());
+            for (int device : List.of(0, 1)) {
+                List<FakeLane> on = lanes.stream().filter(lane -> lane.deviceOrdinal() == device).toList();
+                long batches = on.stream().mapToLong(lane -> lane.buckets.size()).sum();
+                long rows = on.stream().mapToLong(lane -> lane.rowsRun.get()).sum();
+                assertTrue(batches > 0, "device " + device + " served: " + metrics);
+                assertEquals(batches, metrics.batchesPerDevice().get(device), "device " + device);
+                assertEquals(rows, metrics.rowsPerDevice().get(device), "device " + device);
+            }
+            assertEquals(0L, metrics.batchesPerDevice().get(3));
+            assertEquals(0L, metrics.rowsPerDevice().get(3));
+            assertEquals(metrics.batches(), metrics.batchesPerDevice().values().stream().mapToLong(n -> n).sum());
+            assertEquals(metrics.rows(), metrics.rowsPerDevice().values().stream().mapToLong(n -> n).sum());
+
+            gate.countDown();
+            assertArrayEquals(FakeLane.expected(heldInput), held.get(20, TimeUnit.SECONDS));
+            metrics = engine.metrics();
+            assertEquals(1L, metrics.batchesPerDevice().get(3), metrics.toString());
+            assertEquals(5L, metrics.rowsPerDevice().get(3), metrics.toString());
+        }
+    }
+
+    @Test
     void aFullQueueRefusesAtOnceAndTheQueuedRequestsStillComplete() throws Exception {
         List<FakeLane> lanes = lanes(1);
         CountDownLatch gate = new CountDownLatch(1);

@@ -1,56 +1,39 @@
 package org.cudagraph4j.benchmarks.server;
 
-import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import org.cudagraph4j.CudaDevice;
-import org.cudagraph4j.DeviceBuffer;
-import org.cudagraph4j.kernels.Linear;
-import org.cudagraph4j.kernels.Mlp;
-import org.cudagraph4j.kernels.ShippedKernels;
+import org.cudagraph4j.serving.EngineMetrics;
 import org.cudagraph4j.serving.InferenceEngine;
-import org.cudagraph4j.serving.LaneModel;
 import org.cudagraph4j.serving.ServingOptions;
 
-/** The model on the GPU: its weights uploaded once, served by an {@link InferenceEngine}. */
+/**
+ * The model on one or more GPUs: its weights uploaded once to each, served by one
+ * {@link InferenceEngine} over all of them.
+ */
 public final class EngineBackend implements InferenceBackend {
     private final MlpWeights model;
-    private final ShippedKernels kernels;
-    private final List<DeviceBuffer> buffers = new ArrayList<>();
+    private final ReplicatedMlp replicas;
     private final InferenceEngine engine;
 
     /**
-     * Uploads {@code model} to {@code device} and starts an engine on it.
+     * Uploads {@code model} to every device of {@code devices} and starts an engine over them.
      *
-     * @param device the GPU
+     * @param devices the GPUs, at least one, each once
      * @param model the weights
-     * @param options the engine's batching, capture and limits
+     * @param options the engine's batching, capture and limits (its lanes are per device)
      */
-    public EngineBackend(CudaDevice device, MlpWeights model, ServingOptions options) {
+    public EngineBackend(List<CudaDevice> devices, MlpWeights model, ServingOptions options) {
         this.model = model;
-        this.kernels = ShippedKernels.load(device);
+        this.replicas = new ReplicatedMlp(devices, model);
         try {
-            List<Linear> layers = new ArrayList<>();
-            for (int l = 0; l < model.weights().size(); l++) {
-                DeviceBuffer w = upload(device, model.weights().get(l));
-                DeviceBuffer b = upload(device, model.biases().get(l));
-                layers.add(new Linear(kernels, w, b, model.widths().get(l), model.widths().get(l + 1)));
-            }
-            this.engine = InferenceEngine.start(device, model.inputWidth(), model.outputWidth(),
-                    d -> LaneModel.of(new Mlp(kernels, layers, options.ladder().largest()), Linear.Mode.FUSED),
-                    options);
+            this.engine = InferenceEngine.start(devices, model.inputWidth(), model.outputWidth(),
+                    replicas.lanes(options.ladder().largest()), options);
         } catch (RuntimeException e) {
-            buffers.forEach(DeviceBuffer::close);
-            kernels.close();
+            replicas.close();
             throw e;
         }
-    }
-
-    private DeviceBuffer upload(CudaDevice device, float[] values) {
-        DeviceBuffer buffer = device.allocateFloats(values.length);
-        buffers.add(buffer);
-        buffer.copyFrom(values);
-        return buffer;
     }
 
     /** The engine, for its metrics and capture reports. */
@@ -79,12 +62,16 @@ public final class EngineBackend implements InferenceBackend {
     }
 
     @Override
+    public Optional<EngineMetrics> metrics() {
+        return Optional.of(engine.metrics());
+    }
+
+    @Override
     public void close() {
         try {
             engine.close();
         } finally {
-            buffers.forEach(DeviceBuffer::close);
-            kernels.close();
+            replicas.close();
         }
     }
 }

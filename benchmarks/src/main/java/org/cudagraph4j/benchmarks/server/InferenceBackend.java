@@ -1,6 +1,8 @@
 package org.cudagraph4j.benchmarks.server;
 
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import org.cudagraph4j.serving.EngineMetrics;
 
 /**
  * What the server serves: rows in, rows out. {@link EngineBackend} runs the model on the GPU
@@ -25,6 +27,15 @@ public interface InferenceBackend extends AutoCloseable {
      *     {@link org.cudagraph4j.serving.QueueFullException} when the backend is saturated
      */
     CompletableFuture<float[]> infer(float[] rows);
+
+    /**
+     * The serving engine's counters, per device included, for {@code GET /v2/models/{name}/metrics}.
+     *
+     * @return them, or empty for a backend without an engine (the default)
+     */
+    default Optional<EngineMetrics> metrics() {
+        return Optional.empty();
+    }
 
     @Override
     void close();

@@ -1,5 +1,7 @@
 package org.cudagraph4j.benchmarks.server;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import io.helidon.http.HeaderNames;
 import io.helidon.http.Status;
 import io.helidon.webserver.WebServer;
@@ -10,13 +12,19 @@ import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.stream.IntStream;
 import org.cudagraph4j.Cuda;
+import org.cudagraph4j.CudaDevice;
+import org.cudagraph4j.serving.EngineMetrics;
 import org.cudagraph4j.serving.EngineUnhealthyException;
 import org.cudagraph4j.serving.ServingOptions;
 
@@ -26,16 +34,23 @@ import org.cudagraph4j.serving.ServingOptions;
  * {@code /v2/health/ready}, {@code /v2/models/{name}}, {@code /v2/models/{name}/ready} and
  * {@code POST /v2/models/{name}/infer}, in JSON or with the binary tensor data extension. Bad input
  * is a {@code 400 {"error": …}} and never reaches the backend; an unknown model is a {@code 404};
- * a backend that is not ready, saturated (its queue full) or unhealthy is a {@code 503}.
+ * a backend that is not ready, saturated (its queue full) or unhealthy is a {@code 503}. Beyond the
+ * protocol, {@code GET /v2/models/{name}/metrics} gives the serving engine's {@link EngineMetrics}
+ * as JSON, batches and rows per GPU included (a {@code 404} on the CPU backend).
  *
  * <pre>
  *   InferenceServer --model mlp.safetensors [--name mlp] [--port 8000] [--max-body-bytes 8388608]
- *                   [--backend gpu|cpu] [--queue-capacity 4096]
+ *                   [--backend gpu|cpu] [--devices all|I,J,...] [--queue-capacity 4096]
  *   InferenceServer --generate mlp.safetensors [--width 512] [--layers 16] [--seed 42]
  * </pre>
+ * {@code --devices} picks the GPU backend's GPUs: {@code all} (the default) for every GPU of the
+ * host, one engine over all of them (issue 16), or their ordinals separated by commas; a single
+ * number is one GPU's ordinal, not a count ({@code --devices 1} serves on GPU 1 alone). Port 0 picks
+ * a free port; the line {@code serving NAME on http://127.0.0.1:PORT on GPU 0 (…), …} says which.
  */
 public final class InferenceServer implements AutoCloseable {
     private static final String JSON_TYPE = "application/json";
+    private static final ObjectMapper JSON = new ObjectMapper();
     private static final Duration ANSWER_TIMEOUT = Duration.ofSeconds(60);
 
     private final String modelName;
@@ -71,6 +86,7 @@ public final class InferenceServer implements AutoCloseable {
                         .get("/v2/health/ready", (req, res) -> ready(res))
                         .get("/v2/models/{name}", this::metadata)
                         .get("/v2/models/{name}/ready", this::modelReady)
+                        .get("/v2/models/{name}/metrics", this::metrics)
                         .post("/v2/models/{name}/infer", this::infer))
                 .build()
                 .start();
@@ -105,6 +121,22 @@ public final class InferenceServer implements AutoCloseable {
     private void modelReady(ServerRequest req, ServerResponse res) {
         if (known(req, res)) {
             ready(res);
+        }
+    }
+
+    private void metrics(ServerRequest req, ServerResponse res) {
+        if (!known(req, res)) {
+            return;
+        }
+        Optional<EngineMetrics> metrics = backend.metrics();
+        if (metrics.isEmpty()) {
+            error(res, Status.NOT_FOUND_404, "this server's backend has no serving engine, so no metrics");
+            return;
+        }
+        try {
+            send(res, Status.OK_200, JSON.writeValueAsBytes(metrics.get()));
+        } catch (JsonProcessingException e) {
+            error(res, Status.INTERNAL_SERVER_ERROR_500, "cannot write the metrics: " + e.getMessage());
         }
     }
 
@@ -193,6 +225,40 @@ public final class InferenceServer implements AutoCloseable {
         }
     }
 
+    /**
+     * The GPU ordinals that {@code --devices} names: {@code all}, or ordinals separated by commas.
+     *
+     * @param spec the option's value
+     * @param available how many GPUs the host has
+     * @return the ordinals, in the order given
+     * @throws IllegalArgumentException saying what is wrong with {@code spec}
+     */
+    static List<Integer> deviceOrdinals(String spec, int available) {
+        if (available < 1) {
+            throw new IllegalArgumentException("--devices " + spec + ": this host has no GPU");
+        }
+        if (spec.equals("all")) {
+            return IntStream.range(0, available).boxed().toList();
+        }
+        List<Integer> ordinals = new ArrayList<>();
+        for (String item : spec.split(",", -1)) {
+            if (!item.strip().matches("\\d{1,9}")) {
+                throw new IllegalArgumentException("--devices takes all, or GPU ordinals separated by commas such as "
+                        + "0 or 0,1; got \"" + spec + "\"");
+            }
+            int ordinal = Integer.parseInt(item.strip());
+            if (ordinal >= available) {
+                throw new IllegalArgumentException("--devices names GPU " + ordinal + ", but this host has "
+                        + available + " GPU(s), ordinals 0 to " + (available - 1));
+            }
+            if (ordinals.contains(ordinal)) {
+                throw new IllegalArgumentException("--devices names GPU " + ordinal + " twice");
+            }
+            ordinals.add(ordinal);
+        }
+        return List.copyOf(ordinals);
+    }
+
     public static void main(String[] args) throws Exception {
         Map<String, String> options = new LinkedHashMap<>();
         for (int i = 0; i + 1 < args.length; i += 2) {
@@ -208,17 +274,37 @@ public final class InferenceServer implements AutoCloseable {
         }
         if (!options.containsKey("model")) {
             System.err.println("usage: InferenceServer --model FILE [--name NAME] [--port N] [--max-body-bytes N] "
-                    + "[--backend gpu|cpu] [--queue-capacity N]\n       InferenceServer --generate FILE [--width W] [--layers L] [--seed S]");
+                    + "[--backend gpu|cpu] [--devices all|I,J,...] [--queue-capacity N]\n"
+                    + "       InferenceServer --generate FILE [--width W] [--layers L] [--seed S]");
             System.exit(2);
         }
         MlpWeights model = MlpWeights.load(Path.of(options.get("model")));
-        InferenceBackend backend = options.getOrDefault("backend", "gpu").equals("cpu") ? new CpuBackend(model)
-                : new EngineBackend(Cuda.device(0), model, ServingOptions.defaults().withQueueCapacity(Integer.parseInt(
-                        options.getOrDefault("queue-capacity", Integer.toString(ServingOptions.defaults().queueCapacity())))));
+        InferenceBackend backend;
+        String where;
+        if (options.getOrDefault("backend", "gpu").equals("cpu")) {
+            backend = new CpuBackend(model);
+            where = "the CPU";
+        } else {
+            List<CudaDevice> all = Cuda.devices();
+            List<CudaDevice> devices;
+            try {
+                devices = deviceOrdinals(options.getOrDefault("devices", "all"), all.size()).stream().map(all::get)
+                        .toList();
+            } catch (IllegalArgumentException e) {
+                System.err.println("InferenceServer: " + e.getMessage());
+                System.exit(2);
+                return;
+            }
+            backend = new EngineBackend(devices, model, ServingOptions.defaults().withQueueCapacity(Integer.parseInt(
+                    options.getOrDefault("queue-capacity", Integer.toString(ServingOptions.defaults().queueCapacity())))));
+            where = String.join(", ", devices.stream()
+                    .map(d -> "GPU " + d.ordinal() + " (" + d.properties().name() + ")").toList());
+        }
         InferenceServer server = new InferenceServer(options.getOrDefault("name", "mlp"), backend,
                 Integer.parseInt(options.getOrDefault("port", "8000")),
                 Long.parseLong(options.getOrDefault("max-body-bytes", Long.toString(8 << 20))));
         Runtime.getRuntime().addShutdownHook(new Thread(server::close));
-        System.out.println("serving " + options.getOrDefault("name", "mlp") + " on http://127.0.0.1:" + server.port());
+        System.out.println("serving " + options.getOrDefault("name", "mlp") + " on http://127.0.0.1:" + server.port()
+                + " on " + where);
     }
 }

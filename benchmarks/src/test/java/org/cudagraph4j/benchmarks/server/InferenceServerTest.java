@@ -2,6 +2,7 @@ package org.cudagraph4j.benchmarks.server;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -13,8 +14,12 @@ import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
+import org.cudagraph4j.serving.EngineMetrics;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -180,5 +185,81 @@ class InferenceServerTest {
         assertEquals(503, get("/v2/health/ready").statusCode());
         assertEquals(503, infer(request).statusCode());
         assertEquals("the model is not ready", error(infer(request)));
+    }
+
+    /** Engine metrics as an engine over GPUs 0 and 1 would give them. */
+    static EngineMetrics metrics(long batches0, long batches1) {
+        return new EngineMetrics(9, 0, 9, 0, batches0 + batches1, batches0 + batches1, 0, 90, 6, 0, Map.of(8, 3L),
+                120, 300, 400, new java.util.TreeMap<>(Map.of(0, batches0, 1, batches1)),
+                new java.util.TreeMap<>(Map.of(0, 10 * batches0, 1, 10 * batches1)));
+    }
+
+    /** A backend that answers nothing but its engine metrics. */
+    static InferenceBackend withMetrics(EngineMetrics metrics) {
+        return new InferenceBackend() {
+            @Override
+            public int inputWidth() {
+                return 4;
+            }
+
+            @Override
+            public int outputWidth() {
+                return 4;
+            }
+
+            @Override
+            public boolean ready() {
+                return true;
+            }
+
+            @Override
+            public CompletableFuture<float[]> infer(float[] rows) {
+                return CompletableFuture.failedFuture(new IllegalStateException("not in this test"));
+            }
+
+            @Override
+            public Optional<EngineMetrics> metrics() {
+                return Optional.of(metrics);
+            }
+
+            @Override
+            public void close() {}
+        };
+    }
+
+    @Test
+    void theMetricsEndpointGivesTheEnginesCountsPerGpuAndA404WithoutAnEngine() throws Exception {
+        HttpResponse<byte[]> cpu = get("/v2/models/mlp/metrics");
+        assertEquals(404, cpu.statusCode());
+        assertEquals("this server's backend has no serving engine, so no metrics", error(cpu));
+        server.close();
+        server = new InferenceServer("mlp", withMetrics(metrics(7, 5)), 0, 4096);
+        HttpResponse<byte[]> response = get("/v2/models/mlp/metrics");
+        assertEquals(200, response.statusCode());
+        JsonNode metrics = JSON.readTree(response.body());
+        assertEquals(12, metrics.path("batches").asLong());
+        assertEquals("{\"0\":7,\"1\":5}", metrics.path("batchesPerDevice").toString());
+        assertEquals("{\"0\":70,\"1\":50}", metrics.path("rowsPerDevice").toString());
+        assertEquals(404, get("/v2/models/resnet/metrics").statusCode());
+    }
+
+    @Test
+    void devicesIsAllOrOrdinalsAndABadValueSaysWhatIsWrong() {
+        assertEquals(List.of(0, 1, 2), InferenceServer.deviceOrdinals("all", 3));
+        assertEquals(List.of(0), InferenceServer.deviceOrdinals("0", 3));
+        assertEquals(List.of(1), InferenceServer.deviceOrdinals("1", 3), "one number is an ordinal, not a count");
+        assertEquals(List.of(2, 0), InferenceServer.deviceOrdinals("2, 0", 3));
+        for (String bad : List.of("", "one", "0,,1", "-1", "0-1", "ALL", "1.0")) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> InferenceServer.deviceOrdinals(bad, 3), bad);
+            assertEquals("--devices takes all, or GPU ordinals separated by commas such as 0 or 0,1; got \"" + bad
+                    + "\"", e.getMessage());
+        }
+        assertEquals("--devices names GPU 2, but this host has 2 GPU(s), ordinals 0 to 1", assertThrows(
+                IllegalArgumentException.class, () -> InferenceServer.deviceOrdinals("0,2", 2)).getMessage());
+        assertEquals("--devices names GPU 1 twice", assertThrows(IllegalArgumentException.class,
+                () -> InferenceServer.deviceOrdinals("1,0,1", 2)).getMessage());
+        assertEquals("--devices all: this host has no GPU", assertThrows(IllegalArgumentException.class,
+                () -> InferenceServer.deviceOrdinals("all", 0)).getMessage());
     }
 }
