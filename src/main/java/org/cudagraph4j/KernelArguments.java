@@ -115,30 +115,20 @@ public final class KernelArguments implements AutoCloseable {
     }
 
     /**
-     * The {@code void*[]} the runtime reads, after checking that the arguments and every buffer
-     * among them are open.
-     */
-    MemorySegment pointers() {
-        ensureOpen();
-        for (int i = 0; i < arguments.length; i++) {
-            if (arguments[i] instanceof DeviceBuffer buffer && !buffer.isOpen()) {
-                throw new IllegalStateException("kernel " + kernel.symbol() + ", argument " + i + ": " + buffer
-                        + " is closed; a launch must not touch freed memory");
-            }
-        }
-        return pointers;
-    }
-
-    /**
-     * {@link #pointers()} for a launch on device {@code launchDevice}, after checking that the
-     * device can reach every buffer: its own, or a peer's once
-     * {@link CudaDevice#enablePeerAccess} allowed it. Anything else would fault the kernel with an
-     * illegal address, an error that ruins the device's context for the whole process.
+     * The {@code void*[]} the runtime reads for a launch on device {@code launchDevice}, after
+     * checking that the arguments and every buffer among them are open, and that the device can
+     * reach each buffer: its own, or a peer's once {@link CudaDevice#enablePeerAccess} allowed it.
+     * Anything else would fault the kernel with an illegal address, an error that ruins the
+     * device's context for the whole process.
      */
     MemorySegment pointers(int launchDevice) {
-        MemorySegment result = pointers();
+        ensureOpen();
         for (int i = 0; i < arguments.length; i++) {
             if (arguments[i] instanceof DeviceBuffer buffer) {
+                if (!buffer.isOpen()) {
+                    throw new IllegalStateException("kernel " + kernel.symbol() + ", argument " + i + ": " + buffer
+                            + " is closed; a launch must not touch freed memory");
+                }
                 int home = buffer.device().ordinal();
                 if (home != launchDevice && !Devices.peerAccessEnabled(launchDevice, home)) {
                     throw new IllegalArgumentException("kernel " + kernel.symbol() + ", argument " + i + ": "
@@ -148,7 +138,7 @@ public final class KernelArguments implements AutoCloseable {
                 }
             }
         }
-        return result;
+        return pointers;
     }
 
     /**

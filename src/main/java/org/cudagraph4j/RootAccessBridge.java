@@ -53,11 +53,6 @@ final class RootAccessBridge
     }
 
     @Override
-    public MemorySegment argumentPointers(KernelArguments arguments) {
-        return arguments.pointers();
-    }
-
-    @Override
     public MemorySegment argumentPointers(KernelArguments arguments, int launchDevice) {
         return arguments.pointers(launchDevice);
     }

@@ -148,13 +148,9 @@ public final class CudaGraph implements AutoCloseable {
             uses = ROOT.uses(arguments);
             held.hold(uses);
             try {
-                // The node runs on this graph's device, which must reach its buffers.
-                MemorySegment pointers = ROOT.argumentPointers(arguments, device);
+                Graphs.KernelParams kernel = kernelParams(params, arguments);
                 useDevice();
-                node = Graphs.addKernelNode(handle(), handles(dependencies), new Graphs.KernelParams(
-                        params.kernel().handle(), params.grid().x(), params.grid().y(), params.grid().z(),
-                        params.block().x(), params.block().y(), params.block().z(), params.sharedMemBytes(),
-                        pointers));
+                node = Graphs.addKernelNode(handle(), handles(dependencies), kernel);
             } catch (RuntimeException e) {
                 held.drop(uses);
                 throw e;
@@ -652,10 +648,11 @@ public final class CudaGraph implements AutoCloseable {
         return handle.equals(MemorySegment.NULL) ? null : node(handle);
     }
 
-    static Graphs.KernelParams kernelParams(KernelLaunch params, KernelArguments arguments) {
+    /** A kernel node's parameters, for this graph's device, which must reach every buffer among them. */
+    Graphs.KernelParams kernelParams(KernelLaunch params, KernelArguments arguments) {
         return new Graphs.KernelParams(params.kernel().handle(), params.grid().x(), params.grid().y(),
                 params.grid().z(), params.block().x(), params.block().y(), params.block().z(),
-                params.sharedMemBytes(), ROOT.argumentPointers(arguments));
+                params.sharedMemBytes(), ROOT.argumentPointers(arguments, device));
     }
 
     /** {@code params}' arguments, checked, for one use on this thread. */

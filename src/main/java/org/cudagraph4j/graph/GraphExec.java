@@ -138,8 +138,9 @@ public final class GraphExec implements AutoCloseable {
      *
      * @param node a kernel node of the graph this was instantiated from
      * @param params the new launch: the same kernel, with other arguments or another shape
-     * @throws IllegalArgumentException if {@code node} is not from the graph this was instantiated from, or the
-     *     arguments do not fit the kernel's parameters
+     * @throws IllegalArgumentException if {@code node} is not from the graph this was instantiated from, the
+     *     arguments do not fit the kernel's parameters, or a buffer among them is on a device that the graph's
+     *     device cannot reach
      * @throws IllegalStateException if {@code node} is not a kernel node, or if its graph, this executable, a buffer
      *     among the arguments or the kernel's library is closed
      */
@@ -155,7 +156,7 @@ public final class GraphExec implements AutoCloseable {
             held.hold(uses);
             try {
                 template.useDevice(); // the node's kernel is set in its device's context
-                Graphs.setKernelNodeParams(exec, node.handle(), CudaGraph.kernelParams(params, arguments));
+                Graphs.setKernelNodeParams(exec, node.handle(), template.kernelParams(params, arguments));
             } catch (RuntimeException e) {
                 held.drop(uses);
                 throw e;

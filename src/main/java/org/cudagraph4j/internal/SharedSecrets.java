@@ -56,9 +56,6 @@ public final class SharedSecrets {
         /** What a launch with {@code arguments} needs alive: its kernel's library and its buffers, all open. */
         List<Lifetime> uses(A arguments);
 
-        /** The {@code void*[]} of {@code arguments}. */
-        MemorySegment argumentPointers(A arguments);
-
         /**
          * The {@code void*[]} of {@code arguments} for a kernel that runs on device {@code launchDevice},
          * after checking that the device can reach every buffer among them.
