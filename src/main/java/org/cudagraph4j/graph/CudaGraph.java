@@ -54,9 +54,10 @@ public final class CudaGraph implements AutoCloseable {
     private final int device;
     private final Lifetime lifetime;
     private final HeldResources held;
-    private final Map<Long, List<Lifetime>> kernelNodeResources = new ConcurrentHashMap<>();
+    /** Sized for a captured graph's nodes at construction: growing them node by node was most of a capture's cost. */
+    private final Map<Long, List<Lifetime>> kernelNodeResources;
     private final Queue<Lifetime> otherResources = new ConcurrentLinkedQueue<>();
-    private final Map<Long, KernelLaunch> kernelParams = new ConcurrentHashMap<>();
+    private final Map<Long, KernelLaunch> kernelParams;
     /** Conditional nodes by node address, and their bodies, which close with this graph. */
     private final Map<Long, ConditionalNode> conditionals = new ConcurrentHashMap<>();
     private final List<CudaGraph> bodies = new CopyOnWriteArrayList<>();
@@ -83,9 +84,9 @@ public final class CudaGraph implements AutoCloseable {
             throw e;
         }
         this.held = resources;
-        kernelNodeResources.putAll(captured.kernelNodes());
+        this.kernelNodeResources = new ConcurrentHashMap<>(captured.kernelNodes());
         otherResources.addAll(captured.others());
-        kernelParams.putAll(capturedKernels);
+        this.kernelParams = new ConcurrentHashMap<>(capturedKernels);
         HeldResources release = resources;
         List<CudaGraph> nested = bodies;
         this.body = false;
@@ -98,6 +99,8 @@ public final class CudaGraph implements AutoCloseable {
     private CudaGraph(MemorySegment handle, int device, String description) {
         this.handle = handle;
         this.device = device;
+        this.kernelNodeResources = new ConcurrentHashMap<>();
+        this.kernelParams = new ConcurrentHashMap<>();
         this.held = new HeldResources();
         this.body = true;
         HeldResources release = held;
