@@ -70,19 +70,16 @@ public final class CudaGraph implements AutoCloseable {
      * Takes ownership of {@code handle}, which is destroyed if this constructor fails.
      *
      * @param device the ordinal of the device the nodes run on
-     * @param captured what the nodes of a captured graph use; this graph holds it from now on
+     * @param captured what the nodes of a captured graph use
      * @param capturedKernels node address to the {@link KernelLaunch} a capture recorded
+     * @param held one use of each of {@code captured}'s resources per node that uses it, already
+     *     retained, which this graph releases when closed
      */
-    CudaGraph(MemorySegment handle, int device, NodeResources captured, Map<Long, KernelLaunch> capturedKernels) {
+    CudaGraph(MemorySegment handle, int device, NodeResources captured, Map<Long, KernelLaunch> capturedKernels,
+            HeldResources held) {
         this.handle = handle;
         this.device = device;
-        HeldResources resources = new HeldResources();
-        try {
-            resources.hold(captured.all());
-        } catch (RuntimeException e) {
-            Graphs.destroy(handle);
-            throw e;
-        }
+        HeldResources resources = held;
         this.held = resources;
         this.kernelNodeResources = new ConcurrentHashMap<>(captured.kernelNodes());
         otherResources.addAll(captured.others());
@@ -115,7 +112,8 @@ public final class CudaGraph implements AutoCloseable {
      * @return the new graph, which the caller closes
      */
     public static CudaGraph create() {
-        return new CudaGraph(Graphs.create(), Devices.current(), new NodeResources(Map.of(), List.of()), Map.of());
+        return new CudaGraph(Graphs.create(), Devices.current(), new NodeResources(Map.of(), List.of()), Map.of(),
+                new HeldResources());
     }
 
     /**

@@ -12,6 +12,7 @@ import org.cudagraph4j.StreamCaptureException;
 import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.internal.Graphs;
+import org.cudagraph4j.internal.HeldResources;
 
 /**
  * A stream capture in progress, from {@link #begin(CudaStream, CaptureMode)}: work queued on the stream
@@ -194,14 +195,16 @@ public final class StreamCapture implements AutoCloseable {
             throw e;
         }
         finish();
+        HeldResources held = capture.handOver();
         CudaGraph captured;
         try {
-            captured = new CudaGraph(graph, stream.device().ordinal(), capture.resources(), capture.kernelNodes());
+            captured = new CudaGraph(graph, stream.device().ordinal(), capture.resources(), capture.kernelNodes(),
+                    held);
         } catch (RuntimeException e) {
+            held.dropAll();
+            Graphs.destroy(graph);
             discardConditionals();
             throw e;
-        } finally {
-            capture.releaseAll();
         }
         captured.adoptConditionals(conditionals);
         conditionals.clear();

@@ -46,6 +46,7 @@ public final class CaptureTracker {
         private final Queue<Lifetime> otherResources = new ConcurrentLinkedQueue<>();
         private final Set<Long> streams = ConcurrentHashMap.newKeySet();
         private final Class<L> launchType;
+        private boolean handedOver;
 
         Capture(String description, Class<L> launchType) {
             this.description = description;
@@ -85,15 +86,35 @@ public final class CaptureTracker {
         /** What the captured nodes use. */
         public NodeResources resources() {
             synchronized (kernelNodes) {
-                Map<Long, List<Lifetime>> uses = HashMap.newHashMap(kernelNodes.size());
-                kernelNodes.forEach(k -> uses.put(k.node(), k.uses()));
-                return new NodeResources(uses, List.copyOf(otherResources));
+                // Built immutable at once: NodeResources keeps an immutable map as it is.
+                @SuppressWarnings({"unchecked", "rawtypes"}) // no generic array creation in Java
+                Map.Entry<Long, List<Lifetime>>[] uses = new Map.Entry[kernelNodes.size()];
+                for (int i = 0; i < uses.length; i++) {
+                    KernelNode<L> node = kernelNodes.get(i);
+                    uses[i] = Map.entry(node.node(), node.uses());
+                }
+                return new NodeResources(Map.ofEntries(uses), List.copyOf(otherResources));
             }
         }
 
-        /** Lets go of everything the capture held; the graph that took it over holds its own. */
-        public void releaseAll() {
-            held.dropAll();
+        /**
+         * Hands what the capture holds, one use per captured node, to the graph made from it, which
+         * releases it when closed; {@link #releaseAll()} then does nothing. Holding it all again for
+         * the graph, then releasing the capture's, walked every use of a long capture twice more.
+         */
+        public synchronized HeldResources handOver() {
+            if (handedOver) {
+                throw new IllegalStateException(description + " was already handed to its graph");
+            }
+            handedOver = true;
+            return held;
+        }
+
+        /** Lets go of everything the capture held, unless its graph took it over. */
+        public synchronized void releaseAll() {
+            if (!handedOver) {
+                held.dropAll();
+            }
         }
 
         @Override
