@@ -79,7 +79,7 @@ public final class Sgemm {
             boolean bTransposed, float beta, DeviceBuffer c) {
         checkDimensions(m, n, k);
         GemmConfig config = choose(m, n, k, bTransposed, GemmConfig.Epilogue.LINEAR_COMBINATION, a, b);
-        multiply(stream, config, m, n, k, alpha, a, b, beta, c, null);
+        multiply(stream, config, GemmOperands.linearCombination(m, n, k, alpha, a, b, beta, c), null);
     }
 
     /**
@@ -127,7 +127,7 @@ public final class Sgemm {
             boolean bTransposed, DeviceBuffer bias, DeviceBuffer d, GemmWorkspace workspace) {
         Objects.requireNonNull(a, "A");
         GemmConfig config = choose(m, n, k, bTransposed, GemmConfig.Epilogue.BIAS_RELU, a, b, workspace);
-        multiply(stream, config, m, n, k, 1f, a, b, 0f, d, bias, workspace);
+        multiply(stream, config, GemmOperands.biasRelu(m, n, k, a, b, bias, d), workspace);
     }
 
     /**
@@ -183,7 +183,37 @@ public final class Sgemm {
      */
     public void multiply(CudaStream stream, GemmConfig config, int m, int n, int k, float alpha, DeviceBuffer a,
             DeviceBuffer b, float beta, DeviceBuffer c, DeviceBuffer bias, GemmWorkspace workspace) {
+        multiply(stream, config, new GemmOperands(m, n, k, alpha, a, b, beta, c, bias), workspace);
+    }
+
+    /**
+     * Runs a pinned instance on {@code operands}, split-K ones through {@code workspace}: the
+     * overload above with the operands named, as {@link GemmOperands#biasRelu} and
+     * {@link GemmOperands#linearCombination} make them.
+     *
+     * @param stream the stream to launch on
+     * @param config the instance and slice count, from {@link ShippedKernels#gemmConfigs()} and
+     *     {@link GemmConfig#withSlices(int)}
+     * @param operands the problem's dimensions, factors and buffers; a bias exactly when the instance is bias+ReLU
+     * @param workspace required by a split-K instance of more than one slice; else may be null
+     * @throws IllegalArgumentException as {@link #multiply(CudaStream, GemmConfig, int, int, int, float, DeviceBuffer,
+     *     DeviceBuffer, float, DeviceBuffer, DeviceBuffer, GemmWorkspace)}
+     * @throws NullPointerException if {@code config} or {@code operands} is null, or a matrix, or the bias a
+     *     bias+ReLU instance needs
+     * @throws IllegalStateException if the stream, a buffer, the workspace or the kernels are closed
+     */
+    public void multiply(CudaStream stream, GemmConfig config, GemmOperands operands, GemmWorkspace workspace) {
         Objects.requireNonNull(config, "config");
+        Objects.requireNonNull(operands, "operands");
+        int m = operands.m();
+        int n = operands.n();
+        int k = operands.k();
+        float alpha = operands.alpha();
+        float beta = operands.beta();
+        DeviceBuffer a = operands.a();
+        DeviceBuffer b = operands.b();
+        DeviceBuffer c = operands.c();
+        DeviceBuffer bias = operands.bias();
         if (!stream.device().equals(kernels.device())) {
             // Their shared-memory limits were raised on that device only.
             throw new IllegalArgumentException("the kernels were loaded for " + kernels.device() + " but the stream is on "

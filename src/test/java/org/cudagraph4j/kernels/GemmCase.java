@@ -45,12 +45,13 @@ final class GemmCase implements AutoCloseable {
                 + TestData.seedDescription(seed);
         if (config.epilogue() == GemmConfig.Epilogue.LINEAR_COMBINATION) {
             out.copyFrom(c);
-            kernels.sgemm().multiply(stream, config, m, n, k, 1.5f, a, b, -0.75f, out, null, workspace);
+            kernels.sgemm().multiply(stream, config, GemmOperands.linearCombination(m, n, k, 1.5f, a, b, -0.75f, out),
+                    workspace);
             stream.synchronize();
             Reference.assertClose(linear, out.toFloatArray(), what);
         } else {
             out.memset(0xFF);
-            kernels.sgemm().multiply(stream, config, m, n, k, 1f, a, b, 0f, out, bias, workspace);
+            kernels.sgemm().multiply(stream, config, GemmOperands.biasRelu(m, n, k, a, b, bias, out), workspace);
             stream.synchronize();
             Reference.assertClose(fused, out.toFloatArray(), what);
         }
