@@ -412,7 +412,7 @@ public final class DeviceBuffer implements AutoCloseable {
      */
     public void memsetAsync(int byteValue, CudaStream stream) {
         int launchDevice = stream.device().ordinal();
-        if (device.ordinal() != launchDevice && !Devices.peerAccessEnabled(launchDevice, device.ordinal())) {
+        if (!Devices.reaches(launchDevice, device.ordinal())) {
             throw new IllegalArgumentException(this + " is on device " + device.ordinal() + ", but the stream is on device "
                     + launchDevice + ", which has no peer access to it: set it on a stream of device "
                     + device.ordinal() + ", or enable peer access first (CudaDevice.enablePeerAccess)");

@@ -173,7 +173,7 @@ public final class KernelArguments implements AutoCloseable {
                             + " is closed; a launch must not touch freed memory");
                 }
                 int home = buffer.device().ordinal();
-                if (home != launchDevice && !Devices.peerAccessEnabled(launchDevice, home)) {
+                if (!Devices.reaches(launchDevice, home)) {
                     throw new IllegalArgumentException("kernel " + kernel.symbol() + ", argument " + i + ": "
                             + buffer + " is on device " + home + ", but the launch runs on device " + launchDevice
                             + ", which has no peer access to it: copy the buffer to device " + launchDevice

@@ -124,11 +124,12 @@ public final class Devices {
     }
 
     /**
-     * Whether {@link #enablePeerAccess} let {@code device} reach {@code peer}'s memory. The runtime
-     * cannot be asked; access enabled by other code in the process, outside this library, is not seen.
+     * Whether work on {@code device} may touch memory of {@code memoryDevice}: its own, or a peer's
+     * once {@link #enablePeerAccess} allowed it. The runtime cannot be asked; peer access enabled by
+     * other code in the process, outside this library, is not seen.
      */
-    public static boolean peerAccessEnabled(int device, int peer) {
-        return PEERS_ENABLED.contains(peerPair(device, peer));
+    public static boolean reaches(int device, int memoryDevice) {
+        return device == memoryDevice || PEERS_ENABLED.contains(peerPair(device, memoryDevice));
     }
 
     private static long peerPair(int device, int peer) {

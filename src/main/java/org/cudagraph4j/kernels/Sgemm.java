@@ -286,12 +286,12 @@ public final class Sgemm {
     /** As the public overload; with {@code a} non-null, a GEMV instance only if A is aligned for it. */
     private GemmConfig choose(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer a,
             DeviceBuffer b) {
-        boolean valid = m >= 1 && n >= 1 && k >= 1;
-        GemmConfig gemv = valid ? gemv(m, n, k, bTransposed, epilogue, a, b) : null;
+        SgemmTuning.Entry entry = m >= 1 && n >= 1 && k >= 1 ? kernels.tuning().nearest(m, n, k) : null;
+        GemmConfig gemv = gemv(entry, k, bTransposed, epilogue, a, b);
         if (gemv != null) {
             return gemv;
         }
-        GemmConfig tuned = valid ? tuned(m, n, k, bTransposed, epilogue) : null;
+        GemmConfig tuned = tuned(entry, k, bTransposed, epilogue);
         if (tuned != null && tuned.slices() == 1) {
             return tuned; // measured fastest, and one slice needs no workspace
         }
@@ -326,11 +326,12 @@ public final class Sgemm {
     private GemmConfig choose(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer a,
             DeviceBuffer b, GemmWorkspace workspace) {
         checkDimensions(m, n, k);
-        GemmConfig gemv = gemv(m, n, k, bTransposed, epilogue, a, b);
+        SgemmTuning.Entry entry = kernels.tuning().nearest(m, n, k);
+        GemmConfig gemv = gemv(entry, k, bTransposed, epilogue, a, b);
         if (gemv != null) {
             return gemv;
         }
-        GemmConfig split = workspace == null ? null : tuned(m, n, k, bTransposed, epilogue);
+        GemmConfig split = workspace == null ? null : tuned(entry, k, bTransposed, epilogue);
         if (split == null) {
             return chooseUnsplit(m, n, bTransposed, epilogue, b, bTransposed ? k : n);
         }
@@ -347,7 +348,12 @@ public final class Sgemm {
      */
     GemmConfig gemv(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer a,
             DeviceBuffer b) {
-        SgemmTuning.Entry entry = kernels.tuning().nearest(m, n, k);
+        return gemv(kernels.tuning().nearest(m, n, k), k, bTransposed, epilogue, a, b);
+    }
+
+    /** As above, for the tuning table's entry nearest the problem (null: none, the problem is not skinny). */
+    private GemmConfig gemv(SgemmTuning.Entry entry, int k, boolean bTransposed, GemmConfig.Epilogue epilogue,
+            DeviceBuffer a, DeviceBuffer b) {
         if (entry == null || !entry.gemvWins()) {
             return null;
         }
@@ -365,7 +371,11 @@ public final class Sgemm {
      * workspace; null when the problem is not skinny or no such instance is shipped.
      */
     GemmConfig tuned(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue) {
-        SgemmTuning.Entry entry = kernels.tuning().nearest(m, n, k);
+        return tuned(kernels.tuning().nearest(m, n, k), k, bTransposed, epilogue);
+    }
+
+    /** As above, for the tuning table's entry nearest the problem (null: none, the problem is not skinny). */
+    private GemmConfig tuned(SgemmTuning.Entry entry, int k, boolean bTransposed, GemmConfig.Epilogue epilogue) {
         if (entry == null) {
             return null;
         }
