@@ -24,6 +24,8 @@ final class MlpResults {
     private static final Pattern CUBLASLT = Pattern.compile("MLP16 cublaslt graph: width (\\d+) batch (\\d+): "
             + "([\\d.]+) us/forward sync each \\(median\\), ([\\d.]+) us pipelined");
     private static final Pattern TILE = Pattern.compile("_(\\d+x\\d+)x\\d+_");
+    /** The harnesses' first line: "device: NVIDIA H200, 132 SMs". */
+    private static final Pattern DEVICE = Pattern.compile("^device: ([^,]+),");
 
     /** Microseconds per forward, synchronising after each and pipelined. */
     record Time(double sync, double pipelined) {}
@@ -40,10 +42,16 @@ final class MlpResults {
 
     /** By width, then batch. */
     private final Map<Integer, Map<Integer, Cell>> cells = new TreeMap<>();
+    private String device;
 
     /** Reads any of the logs; lines that are not results are skipped. A cell missing a side has ratio n/a. */
     void read(String log) {
         for (String line : log.split("\n")) {
+            Matcher d = DEVICE.matcher(line);
+            if (device == null && d.find()) {
+                device = d.group(1);
+                continue;
+            }
             Matcher n = NATIVE.matcher(line);
             if (n.find()) {
                 Cell cell = cell(Integer.parseInt(n.group(2)), Integer.parseInt(n.group(3)));
@@ -75,6 +83,11 @@ final class MlpResults {
                 }
             }
         }
+    }
+
+    /** {@return the GPU the harnesses named on their first line, or null if none of the logs did} */
+    String device() {
+        return device;
     }
 
     boolean isEmpty() {

@@ -34,7 +34,8 @@ public final class Report {
     /** Median per canonical name, in the native harness's unit for that name (µs or ns). */
     private final Map<String, Double> java = new LinkedHashMap<>();
     private final Map<String, Double> nativeResults = new LinkedHashMap<>();
-    private String device = "unknown GPU";
+    /** The GPU the native harness named; null until its JSON is read. */
+    private String device;
     private String driver = "";
     private final MlpResults mlp = new MlpResults();
     private JsonNode servingLoad;
@@ -96,7 +97,7 @@ public final class Report {
     /** The native harness's JSON: the device, the driver and runtime, and a median per benchmark. */
     void readNative(String json) throws JsonProcessingException {
         JsonNode root = JSON.readTree(json);
-        device = root.path("device").asText(device);
+        device = root.path("device").isTextual() ? root.path("device").asText() : device;
         driver = root.path("driver_release").asText("") + " (CUDA " + root.path("runtime").asText("?") + ")";
         for (JsonNode result : root.get("benchmarks")) {
             nativeResults.put(result.get("name").asText(), result.get("median").asDouble());
@@ -135,7 +136,108 @@ public final class Report {
 
     String markdown() {
         StringBuilder md = new StringBuilder();
-        md.append("# Launch overhead on ").append(device).append("\n\n");
+        if (launches()) {
+            launchSections(md);
+        } else {
+            md.append("# Benchmarks on ").append(device()).append("\n");
+        }
+        if (!mlp.isEmpty()) {
+            md.append(mlp.markdown(java));
+        }
+        if (servingLoad != null) {
+            md.append("\n## Serving engine under open-loop load (").append(servingLoad.path("layers").asInt())
+                    .append("-layer width-").append(servingLoad.path("width").asInt()).append(" MLP, ")
+                    .append(servingLoad.path("rowsPerRequest").asInt()).append(" row(s) per request)\n\n");
+            md.append("Latency from each request's intended (Poisson) arrival, µs. `EAGER`: every bucket a graph; "
+                    + "`NONE`: the same engine without graphs.\n\n");
+            md.append("| policy | offered /s | served /s | p50 | p99 | p99.9 | max | rejected | failed |\n");
+            md.append("|---|---|---|---|---|---|---|---|---|\n");
+            for (JsonNode p : servingLoad.path("points")) {
+                md.append(String.format(Locale.ROOT, "| %s | %d | %.0f | %.1f | %.1f | %.1f | %.1f | %d | %d |%n",
+                        p.path("policy").asText(), p.path("offeredPerSecond").asInt(),
+                        p.path("completedPerSecond").asDouble(), p.path("p50Micros").asDouble(),
+                        p.path("p99Micros").asDouble(), p.path("p999Micros").asDouble(),
+                        p.path("maxMicros").asDouble(), p.path("rejected").asLong(), p.path("failed").asLong()));
+            }
+        }
+        return md.toString();
+    }
+
+    /** For the MLP logs, read from elsewhere than the output folder (tests). */
+    MlpResults mlp() {
+        return mlp;
+    }
+
+    private void seedRow(StringBuilder md, int layers, String variant, String eagerPrefix, String graphPrefix) {
+        String eager = eagerPrefix + layers;
+        String graph = graphPrefix + layers;
+        md.append("| ").append(layers).append(" | ").append(variant).append(" | ").append(f(java.get(eager)))
+                .append(" | ").append(f(java.get(graph))).append(" | ").append(ratio(java.get(eager), java.get(graph)))
+                .append(" | ").append(f(nativeResults.get(eager))).append(" | ").append(f(nativeResults.get(graph)))
+                .append(" | ").append(ratio(nativeResults.get(eager), nativeResults.get(graph))).append(" |\n");
+    }
+
+    private static Double speedup(Map<String, Double> results, String prefix, int layers) {
+        Double eager = results.get(prefix + "/eager/" + layers);
+        Double graph = results.get(prefix + "/graph/" + layers);
+        return eager == null || graph == null ? null : eager / graph;
+    }
+
+    /** Met when {@code value / reference <= limit}. */
+    private static void target(StringBuilder md, String label, Double value, Double reference, double limit) {
+        String verdict;
+        if (value == null || reference == null) {
+            verdict = "not measured";
+        } else {
+            double ratio = value / reference;
+            verdict = (ratio <= limit ? "met" : "missed") + String.format(Locale.ROOT, " (ratio %.3f)", ratio);
+        }
+        md.append("- ").append(label).append(": **").append(verdict).append("**\n");
+    }
+
+    private static String f(Double value) {
+        if (value == null) {
+            return "n/a";
+        }
+        return value >= 100 ? String.format(Locale.ROOT, "%.0f", value) : String.format(Locale.ROOT, "%.2f", value);
+    }
+
+    private static String ratio(Double a, Double b) {
+        return a == null || b == null ? "n/a" : String.format(Locale.ROOT, "%.3f", a / b);
+    }
+
+    /**
+     * The launch-overhead row (eager vs graph for each N, and the four calls through each binding,
+     * log scale) and, with MLP results, a row of one panel per width; a run of the MLP alone draws
+     * only that row, and a panel without a value says it was not measured.
+     */
+    String svg() {
+        int width = 960;
+        // A run of some parts only (the MLP alone, say) leaves out the rows it has nothing for.
+        boolean launches = launches();
+        int height = launches && !mlp.isEmpty() ? 840 : 420;
+        StringBuilder svg = new StringBuilder();
+        svg.append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"").append(width).append("\" height=\"")
+                .append(height).append("\" font-family=\"sans-serif\" font-size=\"11\">\n");
+        svg.append("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
+        if (launches) {
+            launchPanels(svg, width);
+        }
+        if (!mlp.isEmpty()) {
+            mlpPanels(svg, width, launches ? 410 : 0);
+        }
+        svg.append("</svg>\n");
+        return svg.toString();
+    }
+
+    /** Whether any launch-overhead result was read, or nothing else was: a run of the MLP alone has none. */
+    private boolean launches() {
+        return !java.isEmpty() || !nativeResults.isEmpty() || (mlp.isEmpty() && servingLoad == null);
+    }
+
+    /** The launch-overhead tables and their targets. */
+    private void launchSections(StringBuilder md) {
+        md.append("# Launch overhead on ").append(device()).append("\n\n");
         md.append("Medians from one run: JMH (Java, `SampleTime`) and the native C++ harness, side by side. ");
         md.append("Driver ").append(driver).append(". Ratios below 1 favour the numerator's alternative.\n\n");
 
@@ -213,83 +315,24 @@ public final class Report {
                 target(md, label, nativeSpeedup, javaSpeedup, 1.0);
             }
         }
-        if (!mlp.isEmpty()) {
-            md.append(mlp.markdown(java));
+    }
+
+    /** The GPU the native harness named, else the MLP harnesses, else ServingLoad, else "unknown GPU". */
+    private String device() {
+        if (device != null) {
+            return device;
         }
-        if (servingLoad != null) {
-            md.append("\n## Serving engine under open-loop load (").append(servingLoad.path("layers").asInt())
-                    .append("-layer width-").append(servingLoad.path("width").asInt()).append(" MLP, ")
-                    .append(servingLoad.path("rowsPerRequest").asInt()).append(" row(s) per request)\n\n");
-            md.append("Latency from each request's intended (Poisson) arrival, µs. `EAGER`: every bucket a graph; "
-                    + "`NONE`: the same engine without graphs.\n\n");
-            md.append("| policy | offered /s | served /s | p50 | p99 | p99.9 | max | rejected | failed |\n");
-            md.append("|---|---|---|---|---|---|---|---|---|\n");
-            for (JsonNode p : servingLoad.path("points")) {
-                md.append(String.format(Locale.ROOT, "| %s | %d | %.0f | %.1f | %.1f | %.1f | %.1f | %d | %d |%n",
-                        p.path("policy").asText(), p.path("offeredPerSecond").asInt(),
-                        p.path("completedPerSecond").asDouble(), p.path("p50Micros").asDouble(),
-                        p.path("p99Micros").asDouble(), p.path("p999Micros").asDouble(),
-                        p.path("maxMicros").asDouble(), p.path("rejected").asLong(), p.path("failed").asLong()));
-            }
+        if (mlp.device() != null) {
+            return mlp.device();
         }
-        return md.toString();
+        return servingLoad != null && servingLoad.path("device").isTextual() ? servingLoad.path("device").asText()
+                : "unknown GPU";
     }
 
-    /** For the MLP logs, read from elsewhere than the output folder (tests). */
-    MlpResults mlp() {
-        return mlp;
-    }
-
-    private void seedRow(StringBuilder md, int layers, String variant, String eagerPrefix, String graphPrefix) {
-        String eager = eagerPrefix + layers;
-        String graph = graphPrefix + layers;
-        md.append("| ").append(layers).append(" | ").append(variant).append(" | ").append(f(java.get(eager)))
-                .append(" | ").append(f(java.get(graph))).append(" | ").append(ratio(java.get(eager), java.get(graph)))
-                .append(" | ").append(f(nativeResults.get(eager))).append(" | ").append(f(nativeResults.get(graph)))
-                .append(" | ").append(ratio(nativeResults.get(eager), nativeResults.get(graph))).append(" |\n");
-    }
-
-    private static Double speedup(Map<String, Double> results, String prefix, int layers) {
-        Double eager = results.get(prefix + "/eager/" + layers);
-        Double graph = results.get(prefix + "/graph/" + layers);
-        return eager == null || graph == null ? null : eager / graph;
-    }
-
-    /** Met when {@code value / reference <= limit}. */
-    private static void target(StringBuilder md, String label, Double value, Double reference, double limit) {
-        String verdict;
-        if (value == null || reference == null) {
-            verdict = "not measured";
-        } else {
-            double ratio = value / reference;
-            verdict = (ratio <= limit ? "met" : "missed") + String.format(Locale.ROOT, " (ratio %.3f)", ratio);
-        }
-        md.append("- ").append(label).append(": **").append(verdict).append("**\n");
-    }
-
-    private static String f(Double value) {
-        if (value == null) {
-            return "n/a";
-        }
-        return value >= 100 ? String.format(Locale.ROOT, "%.0f", value) : String.format(Locale.ROOT, "%.2f", value);
-    }
-
-    private static String ratio(Double a, Double b) {
-        return a == null || b == null ? "n/a" : String.format(Locale.ROOT, "%.3f", a / b);
-    }
-
-    /**
-     * Two panels: eager vs graph for each N (log scale), and the four calls through each binding;
-     * with MLP results, a second row with one panel per width.
-     */
-    String svg() {
-        int width = 960;
-        int height = mlp.isEmpty() ? 420 : 840;
-        StringBuilder svg = new StringBuilder();
-        svg.append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"").append(width).append("\" height=\"")
-                .append(height).append("\" font-family=\"sans-serif\" font-size=\"11\">\n");
-        svg.append("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
-        svg.append(text(width / 2, 18, "Launch overhead on " + escape(device) + " (medians of one run)", 14, "middle"));
+    /** The first row: eager vs graph for each N, and the four calls through each binding. */
+    private void launchPanels(StringBuilder svg, int width) {
+        svg.append(text(width / 2, 18, "Launch overhead on " + escape(device()) + " (medians of one run)", 14,
+                "middle"));
 
         List<String> series = List.of("Java eager", "Java graph", "native eager", "native graph");
         List<String> colors = List.of("#d62728", "#1f77b4", "#ff9896", "#aec7e8");
@@ -313,22 +356,22 @@ public final class Report {
                     value(nativeResults, "binding/" + call)});
         }
         panel(svg, 520, 40, 420, 330, "ns per call (log scale)", calls, bindingSeries, bindingColors, bindingValues);
-        if (!mlp.isEmpty()) {
-            svg.append(text(width / 2, 430, "16-layer MLP, µs per forward synchronising each (log scale)", 14,
-                    "middle"));
-            List<String> mlpSeries = List.of("cudagraph4j graph (PDL)", "PyTorch graph replay", "cuBLASLt graph");
-            List<String> mlpColors = List.of("#d62728", "#7f7f7f", "#2ca02c");
-            int[] widths = {512, 1024, 4096};
-            for (int i = 0; i < widths.length; i++) {
-                if (mlp.groups(widths[i]).isEmpty()) {
-                    continue;
-                }
-                panel(svg, 20 + i * 315, 450, 290, 330, "width " + widths[i], mlp.groups(widths[i]), mlpSeries,
-                        mlpColors, mlp.values(widths[i]));
+    }
+
+    /** A row of one panel per MLP width, {@code top} pixels down. */
+    private void mlpPanels(StringBuilder svg, int width, int top) {
+        svg.append(text(width / 2, top + 20, "16-layer MLP on " + escape(device())
+                + ", µs per forward synchronising each (log scale)", 14, "middle"));
+        List<String> mlpSeries = List.of("cudagraph4j graph (PDL)", "PyTorch graph replay", "cuBLASLt graph");
+        List<String> mlpColors = List.of("#d62728", "#7f7f7f", "#2ca02c");
+        int[] widths = {512, 1024, 4096};
+        for (int i = 0; i < widths.length; i++) {
+            if (mlp.groups(widths[i]).isEmpty()) {
+                continue;
             }
+            panel(svg, 20 + i * 315, top + 40, 290, 330, "width " + widths[i], mlp.groups(widths[i]), mlpSeries,
+                    mlpColors, mlp.values(widths[i]));
         }
-        svg.append("</svg>\n");
-        return svg.toString();
     }
 
     private static double value(Map<String, Double> results, String key) {
@@ -349,8 +392,9 @@ public final class Report {
             }
         }
         if (max == 0) {
-            max = 1;
-            min = 1;
+            svg.append(text(x, y + 10, axis, 11, "start"));
+            svg.append(text(x + width / 2, y + height / 2, "not measured in this run", 11, "middle"));
+            return;
         }
         double low = Math.pow(10, Math.floor(Math.log10(min)));
         double high = Math.pow(10, Math.ceil(Math.log10(max)));
