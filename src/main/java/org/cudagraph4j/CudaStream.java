@@ -139,9 +139,18 @@ public final class CudaStream implements AutoCloseable {
     /**
      * Destroys the stream. Work already queued still completes; the runtime frees the stream
      * afterwards. Idempotent.
+     *
+     * @throws IllegalStateException if the stream takes part in a capture that has not ended: end or
+     *     close its {@link org.cudagraph4j.graph.StreamCapture} first. Destroyed mid-capture, the
+     *     stream could never end it, and a capture in global mode left running forbids allocation
+     *     in the whole process.
      */
     @Override
     public void close() {
+        if (lifetime.isOpen() && CaptureTracker.of(handle.address()) != null) {
+            throw new IllegalStateException(this + " is capturing: end or close its StreamCapture before closing "
+                    + "the stream");
+        }
         lifetime.close();
     }
 

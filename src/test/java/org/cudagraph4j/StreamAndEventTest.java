@@ -2,10 +2,13 @@ package org.cudagraph4j;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import org.cudagraph4j.graph.CaptureMode;
+import org.cudagraph4j.graph.StreamCapture;
 import org.junit.jupiter.api.Test;
 
 @GpuTest
@@ -71,5 +74,22 @@ class StreamAndEventTest {
         stream.close();
         IllegalStateException e = assertThrows(IllegalStateException.class, stream::synchronize);
         assertTrue(e.getMessage().endsWith("is closed"), e.getMessage());
+    }
+
+    /** Destroyed mid-capture, a stream could never end its capture: closing waits for the capture's end. */
+    @Test
+    void aCapturingStreamRefusesToCloseUntilItsCaptureEnds() {
+        CudaStream stream = device.createStream();
+        String name = stream.toString();
+        try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
+            IllegalStateException e = assertThrows(IllegalStateException.class, stream::close);
+            assertEquals(name + " is capturing: end or close its StreamCapture before closing the stream",
+                    e.getMessage());
+            assertTrue(stream.isOpen());
+            assertEquals(CaptureStatus.ACTIVE, stream.captureStatus());
+        }
+        assertEquals(CaptureStatus.NONE, stream.captureStatus());
+        stream.close();
+        assertFalse(stream.isOpen());
     }
 }
