@@ -72,7 +72,7 @@ public final class CudaEvent implements AutoCloseable {
         }
         MemorySegment streamHandle = stream.handle();
         Streams.record(handle(), streamHandle);
-        CaptureTracker.Capture<?> capture = CaptureTracker.of(streamHandle.address());
+        CaptureTracker.Capture<?> capture = CaptureTracker.of(stream.captureSlot());
         if (capture != null) {
             capture.use(List.of(lifetime));
         }

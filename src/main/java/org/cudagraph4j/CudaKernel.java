@@ -137,7 +137,7 @@ public final class CudaKernel {
             Libraries.launch(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
                     config.sharedMemBytes(), pointers, stream, symbol);
         }
-        CaptureTracker.Capture<?> capture = CaptureTracker.of(stream.address());
+        CaptureTracker.Capture<?> capture = CaptureTracker.of(config.stream().captureSlot());
         if (capture != null) {
             recordCapturedLaunch(capture, config, arguments, stream);
         }

@@ -24,6 +24,8 @@ public final class CudaStream implements AutoCloseable {
     private final MemorySegment handle;
     private final int priority;
     private final Lifetime lifetime;
+    /** The capture this stream takes part in, which every launch on it reads. */
+    private final CaptureTracker.Slot captureSlot = new CaptureTracker.Slot();
 
     CudaStream(CudaDevice device, MemorySegment handle, int priority) {
         this.device = device;
@@ -102,7 +104,7 @@ public final class CudaStream implements AutoCloseable {
         Streams.waitEvent(handle(), event.handle());
         CaptureTracker.Capture<?> capture = event.recordedIn();
         if (capture != null) {
-            CaptureTracker.join(handle.address(), capture);
+            CaptureTracker.join(captureSlot, capture);
         }
     }
 
@@ -147,7 +149,7 @@ public final class CudaStream implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (lifetime.isOpen() && CaptureTracker.of(handle.address()) != null) {
+        if (lifetime.isOpen() && captureSlot.capture() != null) {
             throw new IllegalStateException(this + " is capturing: end or close its StreamCapture before closing "
                     + "the stream");
         }
@@ -157,6 +159,11 @@ public final class CudaStream implements AutoCloseable {
     @Override
     public String toString() {
         return lifetime.toString();
+    }
+
+    /** Where this stream keeps the capture it takes part in. */
+    CaptureTracker.Slot captureSlot() {
+        return captureSlot;
     }
 
     /** The lifetime of the native stream, which stream-ordered buffers hold until they are freed. */

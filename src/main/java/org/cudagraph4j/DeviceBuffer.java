@@ -433,7 +433,7 @@ public final class DeviceBuffer implements AutoCloseable {
 
     /** A captured operation keeps the allocation alive for the graph it goes into. */
     private void keepAliveIfCapturing(CudaStream stream) {
-        CaptureTracker.Capture<?> capture = CaptureTracker.of(stream.handle().address());
+        CaptureTracker.Capture<?> capture = CaptureTracker.of(stream.captureSlot());
         if (capture != null) {
             capture.use(List.of(lifetime));
         }

@@ -12,7 +12,8 @@ import org.cudagraph4j.internal.Status;
  * bound to this package's types. {@link SharedSecrets#root()} initializes this class on first use.
  */
 final class RootAccessBridge
-        implements SharedSecrets.RootAccess<DeviceBuffer, CudaEvent, CudaKernel, KernelArguments, CudaException> {
+        implements SharedSecrets.RootAccess<CudaStream, DeviceBuffer, CudaEvent, CudaKernel, KernelArguments,
+                CudaException> {
     static {
         SharedSecrets.register(new RootAccessBridge());
     }
@@ -23,13 +24,18 @@ final class RootAccessBridge
     public CudaException callFailed(int code, String function, String context) {
         CudaException error = new CudaException(function, code, Status.name(code), Status.explanation(code), context);
         return CudaError.fromCode(code).isCaptureError()
-                ? new StreamCaptureException(error, CaptureTracker.describeActive())
+                ? new StreamCaptureException(error, CaptureTracker.describeRunning())
                 : error;
     }
 
     @Override
     public CudaRuntimeNotFoundException runtimeNotFound(List<String> attempts, String howToFix) {
         return new CudaRuntimeNotFoundException(attempts, howToFix);
+    }
+
+    @Override
+    public CaptureTracker.Slot captureSlot(CudaStream stream) {
+        return stream.captureSlot();
     }
 
     @Override

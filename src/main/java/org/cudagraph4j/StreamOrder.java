@@ -48,16 +48,19 @@ final class StreamOrder implements Runnable {
     private final long address;
     private final MemorySegment stream;
     private final Lifetime streamLifetime;
+    /** The stream's capture slot: the stream object itself may be gone while the buffer lives. */
+    private final CaptureTracker.Slot captureSlot;
     private final Lifetime poolLifetime;
     /** The thread inside the owner's {@code close()}; a free on any other thread is deferred. */
     private volatile Thread closing;
 
     private StreamOrder(int ordinal, long address, MemorySegment stream, Lifetime streamLifetime,
-            Lifetime poolLifetime) {
+            CaptureTracker.Slot captureSlot, Lifetime poolLifetime) {
         this.ordinal = ordinal;
         this.address = address;
         this.stream = stream;
         this.streamLifetime = streamLifetime;
+        this.captureSlot = captureSlot;
         this.poolLifetime = poolLifetime;
     }
 
@@ -96,7 +99,8 @@ final class StreamOrder implements Runnable {
                 refuseCapture(stream, handle, byteSize);
                 long address = pool == null ? MemoryPools.allocate(byteSize, handle)
                         : MemoryPools.allocate(pool.handle(), byteSize, handle);
-                StreamOrder order = new StreamOrder(device.ordinal(), address, handle, streamLifetime, poolLifetime);
+                StreamOrder order = new StreamOrder(device.ordinal(), address, handle, streamLifetime,
+                        stream.captureSlot(), poolLifetime);
                 Lifetime lifetime = new Lifetime(LiveCounters.Kind.DEVICE_BUFFER, byteSize,
                         String.format("DeviceBuffer 0x%X (%d x %s) on device %d, stream-ordered on %s", address,
                                 length, type, device.ordinal(), stream),
@@ -147,7 +151,7 @@ final class StreamOrder implements Runnable {
             capturing = false;
         }
         if (capturing) {
-            CaptureTracker.Capture<?> capture = CaptureTracker.of(stream.address());
+            CaptureTracker.Capture<?> capture = CaptureTracker.of(captureSlot);
             if (capture == null) {
                 throw new IllegalStateException(allocation + " cannot be freed while its stream is in a capture "
                         + "that cudagraph4j did not begin; close it after that capture ends");

@@ -168,12 +168,34 @@ class ReliabilityTest {
 
     @Test
     void anExecutableUpdatedNodeByNodeHoldsOnlyTheBuffersItUsesNow() {
+        updateNodeByNodeAndCheckWhatIsHeld(false);
+    }
+
+    /** The same for a captured node, whose uses the executable finds in the capture's own records. */
+    @Test
+    void anExecutableOfACapturedGraphUpdatedNodeByNodeHoldsOnlyTheBuffersItUsesNow() {
+        updateNodeByNodeAndCheckWhatIsHeld(true);
+    }
+
+    private void updateNodeByNodeAndCheckWhatIsHeld(boolean captured) {
         long floats = GIB / Float.BYTES;
         LiveResources start = Cuda.liveResources();
         DeviceBuffer current = device.allocateFloats(floats);
-        try (CudaGraph graph = CudaGraph.create()) {
-            GraphNode node = graph.addKernel(KernelLaunch.of(writePattern, Dim3.of(1024), Dim3.of(256), 0,
-                    current, (int) floats, 1f, 0f));
+        KernelLaunch first = KernelLaunch.of(writePattern, Dim3.of(1024), Dim3.of(256), 0, current, (int) floats, 1f,
+                0f);
+        CudaGraph built;
+        if (captured) {
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
+                first.launch(stream);
+                built = capture.end();
+            }
+        } else {
+            built = CudaGraph.create();
+            built.addKernel(first);
+        }
+        try (CudaGraph graph = built) {
+            GraphNode node = graph.nodes().getFirst();
+            assertEquals(first, node.kernelParams().orElseThrow());
             try (GraphExec exec = graph.instantiate()) {
                 for (int update = 1; update <= 6; update++) {
                     DeviceBuffer next = device.allocateFloats(floats);

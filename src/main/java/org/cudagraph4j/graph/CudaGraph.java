@@ -33,7 +33,6 @@ import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.HeldResources;
 import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.LiveCounters;
-import org.cudagraph4j.internal.NodeResources;
 
 /**
  * A CUDA graph template ({@code cudaGraph_t}): nodes and dependencies, built explicitly or by
@@ -54,10 +53,8 @@ public final class CudaGraph implements AutoCloseable {
     private final int device;
     private final Lifetime lifetime;
     private final HeldResources held;
-    /** Sized for a captured graph's nodes at construction: growing them node by node was most of a capture's cost. */
-    private final Map<Long, List<Lifetime>> kernelNodeResources;
+    private final KernelNodes kernelNodes;
     private final Queue<Lifetime> otherResources = new ConcurrentLinkedQueue<>();
-    private final Map<Long, KernelLaunch> kernelParams;
     /** Conditional nodes by node address, and their bodies, which close with this graph. */
     private final Map<Long, ConditionalNode> conditionals = new ConcurrentHashMap<>();
     private final List<CudaGraph> bodies = new CopyOnWriteArrayList<>();
@@ -70,21 +67,19 @@ public final class CudaGraph implements AutoCloseable {
      * Takes ownership of {@code handle}, which is destroyed if this constructor fails.
      *
      * @param device the ordinal of the device the nodes run on
-     * @param captured what the nodes of a captured graph use
-     * @param capturedKernels node address to the {@link KernelLaunch} a capture recorded
-     * @param held one use of each of {@code captured}'s resources per node that uses it, already
-     *     retained, which this graph releases when closed
+     * @param kernelNodes what a capture's kernel nodes launch and use
+     * @param otherUses what its other nodes use, one entry per use
+     * @param held one use of each resource per captured node that uses it, already retained, which
+     *     this graph releases when closed
      */
-    CudaGraph(MemorySegment handle, int device, NodeResources captured, Map<Long, KernelLaunch> capturedKernels,
+    CudaGraph(MemorySegment handle, int device, KernelNodes kernelNodes, List<Lifetime> otherUses,
             HeldResources held) {
         this.handle = handle;
         this.device = device;
-        HeldResources resources = held;
-        this.held = resources;
-        this.kernelNodeResources = new ConcurrentHashMap<>(captured.kernelNodes());
-        otherResources.addAll(captured.others());
-        this.kernelParams = new ConcurrentHashMap<>(capturedKernels);
-        HeldResources release = resources;
+        this.held = held;
+        this.kernelNodes = kernelNodes;
+        otherResources.addAll(otherUses);
+        HeldResources release = held;
         List<CudaGraph> nested = bodies;
         this.body = false;
         this.lifetime = new Lifetime(LiveCounters.Kind.GRAPH, 0,
@@ -96,8 +91,7 @@ public final class CudaGraph implements AutoCloseable {
     private CudaGraph(MemorySegment handle, int device, String description) {
         this.handle = handle;
         this.device = device;
-        this.kernelNodeResources = new ConcurrentHashMap<>();
-        this.kernelParams = new ConcurrentHashMap<>();
+        this.kernelNodes = KernelNodes.empty();
         this.held = new HeldResources();
         this.body = true;
         HeldResources release = held;
@@ -112,8 +106,7 @@ public final class CudaGraph implements AutoCloseable {
      * @return the new graph, which the caller closes
      */
     public static CudaGraph create() {
-        return new CudaGraph(Graphs.create(), Devices.current(), new NodeResources(Map.of(), List.of()), Map.of(),
-                new HeldResources());
+        return new CudaGraph(Graphs.create(), Devices.current(), KernelNodes.empty(), List.of(), new HeldResources());
     }
 
     /**
@@ -157,8 +150,7 @@ public final class CudaGraph implements AutoCloseable {
                 throw e;
             }
         }
-        kernelNodeResources.put(node.address(), uses);
-        kernelParams.put(node.address(), params);
+        kernelNodes.add(node.address(), params, uses);
         return new GraphNode(this, node, params);
     }
 
@@ -412,7 +404,7 @@ public final class CudaGraph implements AutoCloseable {
     public List<GraphNode> nodes() {
         List<GraphNode> nodes = new ArrayList<>();
         for (MemorySegment node : Graphs.nodes(handle())) {
-            nodes.add(new GraphNode(this, node, kernelParams.get(node.address())));
+            nodes.add(node(node));
         }
         return List.copyOf(nodes);
     }
@@ -598,17 +590,12 @@ public final class CudaGraph implements AutoCloseable {
 
     /** What the nodes use, for an executable made from this graph to hold. */
     NodeResources resources() {
-        if (bodies.isEmpty()) {
-            return new NodeResources(kernelNodeResources, List.copyOf(otherResources));
-        }
-        Map<Long, List<Lifetime>> kernelNodes = new HashMap<>(kernelNodeResources);
         List<Lifetime> others = new ArrayList<>(otherResources);
         for (CudaGraph nested : bodies) {
-            NodeResources used = nested.resources();
-            kernelNodes.putAll(used.kernelNodes());
-            others.addAll(used.others());
+            // A body's kernel nodes cannot be updated one by one from the executable: one group.
+            others.addAll(nested.resources().all());
         }
-        return new NodeResources(kernelNodes, others);
+        return new NodeResources(kernelNodes.snapshot(), others);
     }
 
     /** Wraps the bodies the runtime made for a conditional node of the graph named {@code owner}. */
@@ -641,7 +628,8 @@ public final class CudaGraph implements AutoCloseable {
     }
 
     GraphNode node(MemorySegment handle) {
-        return new GraphNode(this, handle, kernelParams.get(handle.address()));
+        KernelNodes.Entry kernel = kernelNodes.get(handle.address());
+        return new GraphNode(this, handle, kernel == null ? null : kernel.launch());
     }
 
     /** The node a failure names, or {@code null} where the runtime named none. */

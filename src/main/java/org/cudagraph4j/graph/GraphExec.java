@@ -16,7 +16,6 @@ import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.HeldResources;
 import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.LiveCounters;
-import org.cudagraph4j.internal.NodeResources;
 
 /**
  * An executable graph ({@code cudaGraphExec_t}), made by {@link CudaGraph#instantiate}. One
@@ -40,8 +39,13 @@ public final class GraphExec implements AutoCloseable {
     private final CudaGraph template;
     private final ReentrantLock lock = new ReentrantLock();
     private final HeldResources held;
-    /** What each kernel node of the template uses now, while that is known; see {@link #update}. */
-    private final Map<Long, List<Lifetime>> kernelNodeUses = new HashMap<>();
+    /**
+     * What each kernel node of the template used when this was made, until {@link #update} replaces
+     * them all ({@code null} then); guarded by {@link #lock}.
+     */
+    private KernelNodes instantiatedNodes;
+    /** What each kernel node uses since {@link #updateKernelNode} replaced it; guarded by {@link #lock}. */
+    private final Map<Long, List<Lifetime>> updatedNodeUses = new HashMap<>();
     /** What the other nodes use, with a repeat for each node that uses a resource. */
     private List<Lifetime> otherUses;
 
@@ -50,7 +54,7 @@ public final class GraphExec implements AutoCloseable {
         this.handle = handle;
         this.template = template;
         this.held = held;
-        kernelNodeUses.putAll(resources.kernelNodes());
+        instantiatedNodes = resources.kernelNodes();
         otherUses = resources.others();
         this.lifetime = new Lifetime(LiveCounters.Kind.GRAPH_EXEC, 0,
                 String.format("GraphExec 0x%016X", handle.address()), () -> free(handle, held, template));
@@ -124,7 +128,8 @@ public final class GraphExec implements AutoCloseable {
             // graph's parameters is unknown: everything held before is replaced by graph's uses as a
             // whole, and a later updateKernelNode adds to them rather than replacing a node's share.
             held.drop(currentUses());
-            kernelNodeUses.clear();
+            instantiatedNodes = null;
+            updatedNodeUses.clear();
             otherUses = next.all();
         } finally {
             lock.unlock();
@@ -152,17 +157,25 @@ public final class GraphExec implements AutoCloseable {
         lock.lock();
         try (KernelArguments arguments = CudaGraph.temporaryArguments(params)) {
             MemorySegment exec = handle();
+            long address = node.handle().address();
             List<Lifetime> uses = ROOT.uses(arguments);
-            held.hold(uses);
+            List<Lifetime> previous = usesOf(address);
+            // New shapes or scalars keep the same buffers: nothing to hold or let go (half an update's time).
+            boolean sameUses = uses.equals(previous);
+            if (!sameUses) {
+                held.hold(uses);
+            }
             try {
                 template.useDevice(); // the node's kernel is set in its device's context
                 Graphs.setKernelNodeParams(exec, node.handle(), template.kernelParams(params, arguments));
             } catch (RuntimeException e) {
-                held.drop(uses);
+                if (!sameUses) {
+                    held.drop(uses);
+                }
                 throw e;
             }
-            List<Lifetime> previous = kernelNodeUses.put(node.handle().address(), uses);
-            if (previous != null) {
+            updatedNodeUses.put(address, uses);
+            if (!sameUses && previous != null) {
                 held.drop(previous);
             }
         } finally {
@@ -209,9 +222,26 @@ public final class GraphExec implements AutoCloseable {
         return lifetime.toString();
     }
 
+    /** What the node uses now, or {@code null} if unknown (after {@link #update}, until it is updated itself). */
+    private List<Lifetime> usesOf(long node) {
+        List<Lifetime> updated = updatedNodeUses.get(node);
+        if (updated != null || instantiatedNodes == null) {
+            return updated;
+        }
+        KernelNodes.Entry instantiated = instantiatedNodes.get(node);
+        return instantiated == null ? null : instantiated.uses();
+    }
+
     private List<Lifetime> currentUses() {
         List<Lifetime> uses = new ArrayList<>(otherUses);
-        kernelNodeUses.values().forEach(uses::addAll);
+        if (instantiatedNodes != null) {
+            instantiatedNodes.forEachUses((node, nodeUses) -> {
+                if (!updatedNodeUses.containsKey(node)) {
+                    uses.addAll(nodeUses);
+                }
+            });
+        }
+        updatedNodeUses.values().forEach(uses::addAll);
         return uses;
     }
 

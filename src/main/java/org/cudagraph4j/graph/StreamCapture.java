@@ -1,5 +1,7 @@
 package org.cudagraph4j.graph;
 
+import static org.cudagraph4j.graph.RootSecrets.ROOT;
+
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -60,7 +62,7 @@ public final class StreamCapture implements AutoCloseable {
      */
     public static StreamCapture begin(CudaStream stream, CaptureMode mode) {
         MemorySegment handle = stream.handle();
-        CaptureTracker.Capture<KernelLaunch> capture = CaptureTracker.begin(handle.address(),
+        CaptureTracker.Capture<KernelLaunch> capture = CaptureTracker.begin(ROOT.captureSlot(stream),
                 mode + " capture on " + stream, KernelLaunch.class);
         try {
             Graphs.beginCapture(handle, mode.value());
@@ -198,8 +200,8 @@ public final class StreamCapture implements AutoCloseable {
         HeldResources held = capture.handOver();
         CudaGraph captured;
         try {
-            captured = new CudaGraph(graph, stream.device().ordinal(), capture.resources(), capture.kernelNodes(),
-                    held);
+            captured = new CudaGraph(graph, stream.device().ordinal(), KernelNodes.captured(capture.kernelNodes()),
+                    capture.otherResources(), held);
         } catch (RuntimeException e) {
             held.dropAll();
             Graphs.destroy(graph);

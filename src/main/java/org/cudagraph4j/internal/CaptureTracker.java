@@ -1,31 +1,41 @@
 package org.cudagraph4j.internal;
 
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Knows which streams are capturing, so that what a capture records (kernels' libraries, buffers,
  * events) is kept alive for the graph it produces. A stream joins a capture when it waits on an
  * event recorded in one, which is how fork/join captures reach other streams.
  *
- * <p>Launch paths ask {@link #of(long)} on every call; with no capture active that is one volatile
- * read.
+ * <p>Each stream holds its own {@link Slot}; launch paths read it on every call, one volatile read.
+ * The tracker itself keeps only the set of running captures, for error messages.
  */
 public final class CaptureTracker {
-    private static final AtomicInteger ACTIVE = new AtomicInteger();
-    private static final Map<Long, Capture<?>> BY_STREAM = new ConcurrentHashMap<>();
+    private static final Set<Capture<?>> RUNNING = ConcurrentHashMap.newKeySet();
 
     private CaptureTracker() {}
 
-    /** One captured kernel node: its address, what it keeps alive, and what it launches. */
-    private record KernelNode<L>(long node, List<Lifetime> uses, L launch) {}
+    /** Where one stream keeps the capture it takes part in; each stream owns one. */
+    public static final class Slot {
+        private volatile Capture<?> capture;
+
+        /** {@return the capture the stream takes part in, or {@code null}} */
+        public Capture<?> capture() {
+            return capture;
+        }
+    }
+
+    /**
+     * One captured kernel node: its address, what it keeps alive, and what it launches.
+     *
+     * @param <L> how a kernel launch is described (see {@link Capture})
+     */
+    public record KernelNode<L>(long node, List<Lifetime> uses, L launch) {}
 
     /**
      * What one capture has used: the resources its nodes need, held until the graph takes them
@@ -38,14 +48,17 @@ public final class CaptureTracker {
         private final String description;
         private final HeldResources held = new HeldResources();
         /**
-         * Every kernel node in capture order, appended under its own lock: per-node hash maps that
-         * grow during a capture cost more than the capture itself (half of a 1000-node capture's
-         * time on the H200 went to resizing them); the maps are built once, at the end.
+         * Every kernel node in capture order, appended under its own lock and handed to the graph
+         * as it is: per-node hash maps built during or at the end of a capture cost more than the
+         * capture itself (JFR on the H200: half of a 1000-node capture, then 45% after the maps were
+         * sized). The graph indexes the nodes when it is first asked about one.
          */
         private final List<KernelNode<L>> kernelNodes = new ArrayList<>();
         private final Queue<Lifetime> otherResources = new ConcurrentLinkedQueue<>();
-        private final Set<Long> streams = ConcurrentHashMap.newKeySet();
+        /** The slots of the streams that record into this capture; guarded by {@code this}. */
+        private final List<Slot> slots = new ArrayList<>(2);
         private final Class<L> launchType;
+        private boolean ended;
         private boolean handedOver;
 
         Capture(String description, Class<L> launchType) {
@@ -74,27 +87,16 @@ public final class CaptureTracker {
             }
         }
 
-        /** Node address to launch, for every kernel launched through the library. */
-        public Map<Long, L> kernelNodes() {
+        /** Every kernel node launched through the library, in capture order; call once the capture ended. */
+        public List<KernelNode<L>> kernelNodes() {
             synchronized (kernelNodes) {
-                Map<Long, L> launches = HashMap.newHashMap(kernelNodes.size());
-                kernelNodes.forEach(k -> launches.put(k.node(), k.launch()));
-                return launches;
+                return List.copyOf(kernelNodes);
             }
         }
 
-        /** What the captured nodes use. */
-        public NodeResources resources() {
-            synchronized (kernelNodes) {
-                // Built immutable at once: NodeResources keeps an immutable map as it is.
-                @SuppressWarnings({"unchecked", "rawtypes"}) // no generic array creation in Java
-                Map.Entry<Long, List<Lifetime>>[] uses = new Map.Entry[kernelNodes.size()];
-                for (int i = 0; i < uses.length; i++) {
-                    KernelNode<L> node = kernelNodes.get(i);
-                    uses[i] = Map.entry(node.node(), node.uses());
-                }
-                return new NodeResources(Map.ofEntries(uses), List.copyOf(otherResources));
-            }
+        /** What the captured nodes that are not kernel nodes use, one entry per use. */
+        public List<Lifetime> otherResources() {
+            return List.copyOf(otherResources);
         }
 
         /**
@@ -124,45 +126,67 @@ public final class CaptureTracker {
     }
 
     /**
-     * Starts tracking a capture on {@code stream}.
+     * Starts tracking a capture on the stream that owns {@code slot}.
      *
      * @param launchType the class that describes a kernel launch, which launch paths record
+     * @throws IllegalStateException if the stream already takes part in a capture
      */
-    public static <L> Capture<L> begin(long stream, String description, Class<L> launchType) {
+    public static <L> Capture<L> begin(Slot slot, String description, Class<L> launchType) {
         Capture<L> capture = new Capture<>(description, launchType);
-        capture.streams.add(stream);
-        if (BY_STREAM.putIfAbsent(stream, capture) != null) {
-            throw new IllegalStateException("stream is already capturing: " + BY_STREAM.get(stream));
+        synchronized (slot) {
+            Capture<?> running = slot.capture;
+            if (running != null) {
+                throw new IllegalStateException("stream is already capturing: " + running);
+            }
+            capture.slots.add(slot);
+            slot.capture = capture;
         }
-        ACTIVE.incrementAndGet();
+        RUNNING.add(capture);
         return capture;
     }
 
-    /** The capture {@code stream} takes part in, or {@code null}. */
-    public static Capture<?> of(long stream) {
-        return ACTIVE.get() == 0 ? null : BY_STREAM.get(stream);
+    /** The capture the stream that owns {@code slot} takes part in, or {@code null}. */
+    public static Capture<?> of(Slot slot) {
+        return slot.capture;
     }
 
-    /** {@code stream} now records into {@code capture} too (it waited on one of its events). */
-    public static void join(long stream, Capture<?> capture) {
-        if (capture.streams.add(stream)) {
-            BY_STREAM.put(stream, capture);
+    /**
+     * The stream that owns {@code slot} now records into {@code capture} too (it waited on one of its
+     * events). Does nothing once the capture has ended: an event keeps the capture it was last
+     * recorded in, and waiting on it later joins nothing.
+     */
+    public static void join(Slot slot, Capture<?> capture) {
+        synchronized (capture) {
+            if (capture.ended || capture.slots.contains(slot)) {
+                return;
+            }
+            synchronized (slot) {
+                capture.slots.add(slot);
+                slot.capture = capture;
+            }
         }
     }
 
     /** The capture is over: its streams record nothing into it any more. Releases nothing. */
     public static void end(Capture<?> capture) {
-        for (Long stream : capture.streams) {
-            BY_STREAM.remove(stream, capture);
+        synchronized (capture) {
+            capture.ended = true;
+            for (Slot slot : capture.slots) {
+                synchronized (slot) {
+                    if (slot.capture == capture) {
+                        slot.capture = null;
+                    }
+                }
+            }
         }
-        ACTIVE.decrementAndGet();
+        RUNNING.remove(capture);
     }
 
     /** The captures running now, for error messages. */
-    public static String describeActive() {
-        if (ACTIVE.get() == 0) {
-            return "no capture tracked by cudagraph4j (another library may have begun one)";
-        }
-        return String.join("; ", BY_STREAM.values().stream().distinct().map(Capture::toString).toList());
+    public static String describeRunning() {
+        List<String> running = RUNNING.stream().map(Capture::toString).toList();
+        return running.isEmpty()
+                ? "no capture tracked by cudagraph4j (another library may have begun one)"
+                : String.join("; ", running);
     }
 }

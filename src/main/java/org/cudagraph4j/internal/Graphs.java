@@ -189,7 +189,13 @@ public final class Graphs {
         Status.check(cudaGraphDestroy(graph), "cudaGraphDestroy");
     }
 
-    /** Kernel launch parameters of a node, as the runtime reads and reports them. */
+    /**
+     * A kernel node's parameters in {@code cudaKernelNodeParams}' own form: a native function, the
+     * grid and block as plain ints, and the {@code void*[]} of arguments. The one description of a
+     * launch is the root's {@code KernelLaunch}, which this package, below the root, cannot name;
+     * this record is only its native form, built in one place ({@code CudaGraph.kernelParams}) and
+     * read back for {@code GraphNode.kernelInfo}.
+     */
     public record KernelParams(MemorySegment function, int gridX, int gridY, int gridZ, int blockX, int blockY,
             int blockZ, int sharedMemBytes, MemorySegment arguments) {}
 

@@ -13,7 +13,12 @@ import java.util.Map;
  * Thread-safe.
  */
 public final class HeldResources {
-    private final Map<Lifetime, Integer> uses = new HashMap<>();
+    /** Uses per resource, counted in place: a capture adds one use per node, thousands at a time. */
+    private final Map<Lifetime, Count> uses = new HashMap<>();
+
+    private static final class Count {
+        int value;
+    }
 
     /**
      * Adds one use of each lifetime, retaining those not held yet; all or nothing.
@@ -24,10 +29,13 @@ public final class HeldResources {
         List<Lifetime> added = new ArrayList<>(lifetimes.size());
         try {
             for (Lifetime lifetime : lifetimes) {
-                if (!uses.containsKey(lifetime)) {
+                Count count = uses.get(lifetime);
+                if (count == null) {
                     lifetime.retain();
+                    count = new Count();
+                    uses.put(lifetime, count);
                 }
-                uses.merge(lifetime, 1, Integer::sum);
+                count.value++;
                 added.add(lifetime);
             }
         } catch (RuntimeException e) {
@@ -39,15 +47,13 @@ public final class HeldResources {
     /** Removes one use of each lifetime, releasing those no longer used. */
     public synchronized void drop(Collection<Lifetime> lifetimes) {
         for (Lifetime lifetime : lifetimes) {
-            Integer count = uses.get(lifetime);
+            Count count = uses.get(lifetime);
             if (count == null) {
                 throw new IllegalStateException(lifetime + " is not held");
             }
-            if (count == 1) {
+            if (--count.value == 0) {
                 uses.remove(lifetime);
                 lifetime.release();
-            } else {
-                uses.put(lifetime, count - 1);
             }
         }
     }

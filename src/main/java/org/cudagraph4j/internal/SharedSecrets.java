@@ -6,7 +6,7 @@ import java.util.Objects;
 
 /**
  * What the root package lends the layers around it beyond its public API: the exceptions this
- * package raises, and the lifetimes and native arguments the graph package needs. The JDK's own
+ * package raises, and the streams' capture slots, lifetimes and native arguments the graph package needs. The JDK's own
  * {@code jdk.internal.access.SharedSecrets} pattern, with one difference: this package sits below
  * the root package and must not depend on it, so the interface names the root's types through its
  * type parameters. The root package implements it with them bound ({@code RootAccessBridge}), the
@@ -17,20 +17,21 @@ public final class SharedSecrets {
     /** The root package's bridge, which registers itself when it initializes. */
     private static final String BRIDGE = "org.cudagraph4j.RootAccessBridge";
 
-    private static volatile RootAccess<?, ?, ?, ?, ?> root;
+    private static volatile RootAccess<?, ?, ?, ?, ?, ?> root;
 
     private SharedSecrets() {}
 
     /**
      * Implemented once, in the root package, with the type parameters bound to its types.
      *
+     * @param <S> the root's {@code CudaStream}
      * @param <B> the root's {@code DeviceBuffer}
      * @param <E> the root's {@code CudaEvent}
      * @param <K> the root's {@code CudaKernel}
      * @param <A> the root's {@code KernelArguments}
      * @param <X> the root's {@code CudaException}
      */
-    public interface RootAccess<B, E, K, A extends AutoCloseable, X extends RuntimeException> {
+    public interface RootAccess<S, B, E, K, A extends AutoCloseable, X extends RuntimeException> {
         /**
          * The exception for a failed runtime call: a {@code CudaException}, or for a capture
          * violation (900 to 908) a {@code StreamCaptureException} naming the capture that was running.
@@ -40,6 +41,9 @@ public final class SharedSecrets {
 
         /** The {@code CudaRuntimeNotFoundException} for a failed search. */
         RuntimeException runtimeNotFound(List<String> attempts, String howToFix);
+
+        /** Where a stream keeps the capture it takes part in, which a capture begins in. */
+        CaptureTracker.Slot captureSlot(S stream);
 
         /** The lifetime behind a buffer: its allocation's. */
         Lifetime bufferLifetime(B buffer);
@@ -63,7 +67,7 @@ public final class SharedSecrets {
         MemorySegment argumentPointers(A arguments, int launchDevice);
     }
 
-    public static void register(RootAccess<?, ?, ?, ?, ?> access) {
+    public static void register(RootAccess<?, ?, ?, ?, ?, ?> access) {
         root = Objects.requireNonNull(access);
     }
 
@@ -73,8 +77,9 @@ public final class SharedSecrets {
      * implements the interface with; that binding is the one unchecked step.
      */
     @SuppressWarnings("unchecked")
-    public static <B, E, K, A extends AutoCloseable, X extends RuntimeException> RootAccess<B, E, K, A, X> root() {
-        RootAccess<?, ?, ?, ?, ?> access = root;
+    public static <S, B, E, K, A extends AutoCloseable, X extends RuntimeException> RootAccess<S, B, E, K, A, X>
+            root() {
+        RootAccess<?, ?, ?, ?, ?, ?> access = root;
         if (access == null) {
             // This package cannot name the bridge's class (it sits above); initializing it registers it.
             try {
@@ -84,6 +89,6 @@ public final class SharedSecrets {
             }
             access = Objects.requireNonNull(root, BRIDGE + " did not register");
         }
-        return (RootAccess<B, E, K, A, X>) access;
+        return (RootAccess<S, B, E, K, A, X>) access;
     }
 }
