@@ -1,5 +1,6 @@
-// The same-process native baseline (issue 12): the launch loops of the JMH benchmarks, in C, built
-// into a shared library that the JVM calls through FFM (org.cudagraph4j.benchmarks.SameProcess).
+// The same-process native baseline (issue 12): the launch, capture and update loops of the JMH
+// benchmarks, in C, built into a shared library that the JVM calls through FFM
+// (org.cudagraph4j.benchmarks.SameProcess).
 // Java and C then share one process, one CUDA context, one stream's worth of driver state and the
 // same GPU clocks, and take turns round by round, so that drift between separate processes (10-30%
 // on a shared machine) cannot enter their ratio.
@@ -20,6 +21,10 @@ const void* g_empty;
 cudaStream_t g_stream;
 cudaGraphExec_t g_exec;
 int g_exec_nodes = -1;
+cudaGraph_t g_update_graph;
+cudaGraphExec_t g_update_exec;
+cudaGraphNode_t g_update_node;
+int g_update_nodes = -1;
 
 int64_t now_ns() {
     timespec t;
@@ -86,9 +91,88 @@ extern "C" int64_t cg4j_same_process_graph(int n, int iterations) {
     return now_ns() - start;
 }
 
+// `iterations` captures of `n` launches of the empty kernel, each graph destroyed after:
+// GraphLifecycle.capture. With `query`, each launch is followed by the cudaStreamGetCaptureInfo
+// the library makes to learn the node it became: the floor of capture through the library.
+extern "C" int64_t cg4j_same_process_capture(int n, int iterations, int query) {
+    int64_t start = now_ns();
+    for (int it = 0; it < iterations; ++it) {
+        cudaError_t status = cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeGlobal);
+        if (status != cudaSuccess) return fail(status);
+        for (int i = 0; i < n; ++i) {
+            status = cudaLaunchKernel(g_empty, dim3(1), dim3(1), nullptr, 0, g_stream);
+            if (status == cudaSuccess && query) {
+                cudaStreamCaptureStatus capturing;
+                const cudaGraphNode_t* dependencies;
+                const cudaGraphEdgeData* edges;
+                size_t count;
+                status = cudaStreamGetCaptureInfo(g_stream, &capturing, nullptr, nullptr, &dependencies, &edges,
+                                                  &count);
+            }
+            if (status != cudaSuccess) {
+                cudaGraph_t partial;
+                cudaStreamEndCapture(g_stream, &partial);
+                if (partial) cudaGraphDestroy(partial);
+                return fail(status);
+            }
+        }
+        cudaGraph_t graph;
+        status = cudaStreamEndCapture(g_stream, &graph);
+        if (status != cudaSuccess) return fail(status);
+        status = cudaGraphDestroy(graph);
+        if (status != cudaSuccess) return fail(status);
+    }
+    return now_ns() - start;
+}
+
+// `iterations` single-node updates of the middle node of an `n`-node executable chain (made on
+// first use), its grid alternating between 2 and 1 blocks: GraphLifecycle.updateNode.
+extern "C" int64_t cg4j_same_process_update_node(int n, int iterations) {
+    if (g_update_nodes != n) {
+        if (g_update_nodes >= 0) {
+            cudaGraphExecDestroy(g_update_exec);
+            cudaGraphDestroy(g_update_graph);
+            g_update_nodes = -1;
+        }
+        cudaError_t status = cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeGlobal);
+        if (status != cudaSuccess) return fail(status);
+        for (int i = 0; i < n; ++i) {
+            cudaLaunchKernel(g_empty, dim3(1), dim3(1), nullptr, 0, g_stream);
+        }
+        status = cudaStreamEndCapture(g_stream, &g_update_graph);
+        if (status != cudaSuccess) return fail(status);
+        std::vector<cudaGraphNode_t> nodes(n);
+        size_t count = n;
+        status = cudaGraphGetNodes(g_update_graph, nodes.data(), &count);
+        if (status == cudaSuccess) status = cudaGraphInstantiate(&g_update_exec, g_update_graph, 0);
+        if (status != cudaSuccess) {
+            cudaGraphDestroy(g_update_graph);
+            return fail(status);
+        }
+        g_update_node = nodes[count / 2];
+        g_update_nodes = n;
+    }
+    // The library's form: the cudaKernel_t as the function, and no arguments.
+    cudaKernelNodeParams params{};
+    params.func = const_cast<void*>(g_empty);
+    params.blockDim = dim3(1);
+    int64_t start = now_ns();
+    for (int it = 0; it < iterations; ++it) {
+        params.gridDim = dim3(it % 2 == 0 ? 2 : 1);
+        cudaError_t status = cudaGraphExecKernelNodeSetParams(g_update_exec, g_update_node, &params);
+        if (status != cudaSuccess) return fail(status);
+    }
+    return now_ns() - start;
+}
+
 extern "C" void cg4j_same_process_close() {
     if (g_exec_nodes >= 0) cudaGraphExecDestroy(g_exec);
     g_exec_nodes = -1;
+    if (g_update_nodes >= 0) {
+        cudaGraphExecDestroy(g_update_exec);
+        cudaGraphDestroy(g_update_graph);
+    }
+    g_update_nodes = -1;
     cudaStreamDestroy(g_stream);
     cudaLibraryUnload(g_library);
 }

@@ -22,35 +22,73 @@ import java.util.Locale;
 import java.util.Map;
 import org.cudagraph4j.CudaException;
 import org.cudagraph4j.CudaRuntimeNotFoundException;
+import org.cudagraph4j.Dim3;
+import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.graph.CudaGraph;
 import org.cudagraph4j.graph.GraphExec;
+import org.cudagraph4j.graph.GraphNode;
 
 /**
- * The same-process native baseline: the launch loops of {@code LaunchOverhead} run through the
- * library and, in C, through {@code benchmarks/native/same_process.cu} built into a shared library
- * and called through FFM, in one JVM, on one GPU, taking turns round by round (which goes first
- * alternates). A round's Java time over its C time is one ratio; the median ratio over the rounds,
- * with its quartiles, is what this reports. Separate processes drift by 10 to 30% on a shared
- * machine, more than the 2% the launch-overhead targets allow; within one process both sides see
- * the same clocks, the same context and the same other tenants.
+ * The same-process native baseline: the loops of {@code LaunchOverhead} and {@code GraphLifecycle}
+ * run through the library and, in C, through {@code benchmarks/native/same_process.cu} built into
+ * a shared library and called through FFM, in one JVM, on one GPU, taking turns round by round
+ * (which goes first alternates). A round's Java time over its C time is one ratio; the median
+ * ratio over the rounds, with its quartiles, is what this reports. Separate processes drift by 10
+ * to 30% on a shared machine, more than the 2% the launch-overhead targets allow; within one
+ * process both sides see the same clocks, the same context and the same other tenants.
+ *
+ * <p>The loops: {@code eager} (N launches and a sync), {@code graph} (an N-node graph's launch and
+ * a sync), {@code capture} (N launches captured into a graph, which is then closed),
+ * {@code capture-query} (the same Java capture against C that also makes the library's per-launch
+ * {@code cudaStreamGetCaptureInfo}, the floor of capture through the library) and
+ * {@code update-node} (one kernel node of an N-node executable given a new launch shape).
  *
  * <pre>
  *   java --enable-native-access=ALL-UNNAMED -cp benchmarks.jar org.cudagraph4j.benchmarks.SameProcess \
  *       --library build/libcg4j_same_process.so [--rounds 31] [--iterations 2000] [--json same-process.json]
  * </pre>
- * Without a GPU it prints one line and exits 2.
+ * {@code --iterations} is per round for {@code eager} and {@code graph}; a capture of N nodes runs
+ * {@code iterations * 10 / N} times a round (at least twice), an update {@code iterations * 10} times,
+ * so that every round lasts tens of milliseconds. Without a GPU it prints one line and exits 2.
  */
 public final class SameProcess {
-    private static final int[] SIZES = {1, 16, 128};
     private static final long WARMUP_NANOS = 2_000_000_000L;
 
-    /** One loop's result: per-iteration medians and the Java/C ratio's median and quartiles. */
+    /** A loop timed on both sides, and the sizes N it runs at. */
+    enum Loop {
+        EAGER("eager", 1, 16, 128),
+        GRAPH("graph", 1, 16, 128),
+        CAPTURE("capture", 10, 100, 1000),
+        CAPTURE_QUERY("capture-query", 10, 100, 1000),
+        UPDATE_NODE("update-node", 10, 100, 1000);
+
+        final String label;
+        final int[] sizes;
+
+        Loop(String label, int... sizes) {
+            this.label = label;
+            this.sizes = sizes;
+        }
+
+        /** Repetitions per round for {@code n}, given the rounds' {@code iterations} for the launch loops. */
+        int repetitions(int n, int iterations) {
+            return switch (this) {
+                case EAGER, GRAPH -> iterations;
+                case CAPTURE, CAPTURE_QUERY -> Math.max(2, iterations * 10 / n);
+                case UPDATE_NODE -> iterations * 10;
+            };
+        }
+    }
+
+    /** One loop's result: per-repetition medians and the Java/C ratio's median and quartiles. */
     record Row(String loop, int n, double javaMicros, double nativeMicros, double ratio, double ratioP25,
             double ratioP75, int rounds) {}
 
     private final Gpu gpu;
     private final MethodHandle eager;
     private final MethodHandle graph;
+    private final MethodHandle capture;
+    private final MethodHandle updateNode;
     private final MethodHandle close;
 
     private SameProcess(Gpu gpu, Path library, Arena arena) throws Throwable {
@@ -62,6 +100,10 @@ public final class SameProcess {
         eager = linker.downcallHandle(symbol(symbols, "cg4j_same_process_eager"),
                 FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_INT));
         graph = linker.downcallHandle(symbol(symbols, "cg4j_same_process_graph"),
+                FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_INT));
+        capture = linker.downcallHandle(symbol(symbols, "cg4j_same_process_capture"),
+                FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT));
+        updateNode = linker.downcallHandle(symbol(symbols, "cg4j_same_process_update_node"),
                 FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_INT));
         close = linker.downcallHandle(symbol(symbols, "cg4j_same_process_close"), FunctionDescriptor.ofVoid());
         byte[] image;
@@ -106,17 +148,18 @@ public final class SameProcess {
             SameProcess baseline = new SameProcess(gpu, Path.of(options.get("library")), arena);
             try {
                 baseline.warmUp(iterations);
-                for (int n : SIZES) {
-                    rows.add(baseline.compare("eager", n, rounds, iterations));
-                    rows.add(baseline.compare("graph", n, rounds, iterations));
+                for (Loop loop : Loop.values()) {
+                    for (int n : loop.sizes) {
+                        rows.add(baseline.compare(loop, n, rounds, loop.repetitions(n, iterations)));
+                    }
                 }
             } finally {
                 baseline.close.invokeExact();
             }
         }
-        System.out.println("loop   |    N | Java µs/iter | C µs/iter | Java/C median | quartiles     | rounds");
+        System.out.println("loop          |    N | Java µs/rep | C µs/rep | Java/C median | quartiles     | rounds");
         for (Row row : rows) {
-            System.out.printf(Locale.ROOT, "%-6s | %4d | %12.2f | %9.2f | %13.3f | %.3f - %.3f | %d%n", row.loop(),
+            System.out.printf(Locale.ROOT, "%-13s | %4d | %11.2f | %8.2f | %13.3f | %.3f - %.3f | %d%n", row.loop(),
                     row.n(), row.javaMicros(), row.nativeMicros(), row.ratio(), row.ratioP25(), row.ratioP75(),
                     row.rounds());
         }
@@ -129,26 +172,31 @@ public final class SameProcess {
         }
     }
 
-    /** Both sides, every loop, for two seconds: the clocks rise and both JITs settle first. */
+    /** Both sides, the eager loop, for two seconds: the clocks rise and both JITs settle first. */
     private void warmUp(int iterations) throws Throwable {
         long end = System.nanoTime() + WARMUP_NANOS;
-        while (System.nanoTime() < end) {
-            for (int n : SIZES) {
-                time("eager", n, iterations / 10 + 1, false, null);
-                time("eager", n, iterations / 10 + 1, true, null);
+        try (Fixture none = new Fixture(Loop.EAGER, 1)) {
+            while (System.nanoTime() < end) {
+                for (int n : Loop.EAGER.sizes) {
+                    time(Loop.EAGER, n, iterations / 10 + 1, false, none);
+                    time(Loop.EAGER, n, iterations / 10 + 1, true, none);
+                }
             }
         }
     }
 
-    private Row compare(String loop, int n, int rounds, int iterations) throws Throwable {
+    private Row compare(Loop loop, int n, int rounds, int repetitions) throws Throwable {
         double[] javaNanos = new double[rounds];
         double[] nativeNanos = new double[rounds];
         double[] ratios = new double[rounds];
-        try (CudaGraph chain = gpu.captureEmptyChain(n); GraphExec exec = gpu.ready(chain)) {
+        try (Fixture fixture = new Fixture(loop, n)) {
+            // One untimed turn each: the C side makes its graphs on first use, the Java JIT compiles.
+            time(loop, n, repetitions, true, fixture);
+            time(loop, n, repetitions, false, fixture);
             for (int round = 0; round < rounds; round++) {
                 boolean javaFirst = round % 2 == 0;
-                double first = time(loop, n, iterations, !javaFirst, exec);
-                double second = time(loop, n, iterations, javaFirst, exec);
+                double first = time(loop, n, repetitions, !javaFirst, fixture);
+                double second = time(loop, n, repetitions, javaFirst, fixture);
                 javaNanos[round] = javaFirst ? first : second;
                 nativeNanos[round] = javaFirst ? second : first;
                 ratios[round] = javaNanos[round] / nativeNanos[round];
@@ -157,33 +205,73 @@ public final class SameProcess {
         Arrays.sort(javaNanos);
         Arrays.sort(nativeNanos);
         Arrays.sort(ratios);
-        return new Row(loop, n, javaNanos[rounds / 2] / iterations / 1e3, nativeNanos[rounds / 2] / iterations / 1e3,
-                ratios[rounds / 2], ratios[rounds / 4], ratios[(3 * rounds) / 4], rounds);
+        return new Row(loop.label, n, javaNanos[rounds / 2] / repetitions / 1e3,
+                nativeNanos[rounds / 2] / repetitions / 1e3, ratios[rounds / 2], ratios[rounds / 4],
+                ratios[(3 * rounds) / 4], rounds);
     }
 
-    /**
-     * Nanoseconds for {@code iterations} of one loop, in C ({@code inC}) or through the library;
-     * {@code exec}, an {@code n}-node chain, for the graph loop.
-     */
-    private double time(String loop, int n, int iterations, boolean inC, GraphExec exec) throws Throwable {
+    /** What the Java side of a loop works on: an N-node chain's executable for graph and update-node. */
+    private final class Fixture implements AutoCloseable {
+        final CudaGraph chain;
+        final GraphExec exec;
+        final GraphNode middle;
+        final KernelLaunch[] shapes;
+
+        Fixture(Loop loop, int n) {
+            if (loop == Loop.GRAPH || loop == Loop.UPDATE_NODE) {
+                chain = gpu.captureEmptyChain(n);
+                exec = gpu.ready(chain);
+                middle = chain.nodes().get(n / 2);
+                KernelLaunch launch = middle.kernelParams().orElseThrow();
+                shapes = new KernelLaunch[] {launch.withLaunchShape(Dim3.of(2), Gpu.ONE, 0), launch};
+            } else {
+                chain = null;
+                exec = null;
+                middle = null;
+                shapes = null;
+            }
+        }
+
+        @Override
+        public void close() {
+            if (exec != null) {
+                exec.close();
+                chain.close();
+            }
+        }
+    }
+
+    /** Nanoseconds for {@code repetitions} of one loop at size {@code n}, in C ({@code inC}) or through the library. */
+    private double time(Loop loop, int n, int repetitions, boolean inC, Fixture fixture) throws Throwable {
         if (inC) {
-            long nanos = loop.equals("eager") ? (long) eager.invokeExact(n, iterations)
-                    : (long) graph.invokeExact(n, iterations);
+            long nanos = switch (loop) {
+                case EAGER -> (long) eager.invokeExact(n, repetitions);
+                case GRAPH -> (long) graph.invokeExact(n, repetitions);
+                case CAPTURE -> (long) capture.invokeExact(n, repetitions, 0);
+                case CAPTURE_QUERY -> (long) capture.invokeExact(n, repetitions, 1);
+                case UPDATE_NODE -> (long) updateNode.invokeExact(n, repetitions);
+            };
             if (nanos < 0) {
-                throw new IllegalStateException("the C " + loop + " loop failed with cudaError_t " + -nanos);
+                throw new IllegalStateException("the C " + loop.label + " loop failed with cudaError_t " + -nanos);
             }
             return nanos;
         }
         long start = System.nanoTime();
-        for (int it = 0; it < iterations; it++) {
-            if (loop.equals("eager")) {
-                for (int i = 0; i < n; i++) {
-                    gpu.empty.launch(gpu.emptyLaunch, gpu.noArguments);
+        for (int rep = 0; rep < repetitions; rep++) {
+            switch (loop) {
+                case EAGER -> {
+                    for (int i = 0; i < n; i++) {
+                        gpu.empty.launch(gpu.emptyLaunch, gpu.noArguments);
+                    }
+                    gpu.stream.synchronize();
                 }
-            } else {
-                exec.launch(gpu.stream);
+                case GRAPH -> {
+                    fixture.exec.launch(gpu.stream);
+                    gpu.stream.synchronize();
+                }
+                case CAPTURE, CAPTURE_QUERY -> gpu.captureEmptyChain(n).close();
+                case UPDATE_NODE -> fixture.exec.updateKernelNode(fixture.middle, fixture.shapes[rep & 1]);
             }
-            gpu.stream.synchronize();
         }
         return System.nanoTime() - start;
     }
