@@ -1,7 +1,6 @@
 package org.cudagraph4j.internal;
 
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -25,8 +24,8 @@ public final class HeldResources {
      *
      * @throws IllegalStateException if one was already freed; nothing is then held
      */
-    public synchronized void hold(Collection<Lifetime> lifetimes) {
-        List<Lifetime> added = new ArrayList<>(lifetimes.size());
+    public synchronized void hold(List<Lifetime> lifetimes) {
+        int added = 0;
         try {
             for (Lifetime lifetime : lifetimes) {
                 Count count = uses.get(lifetime);
@@ -36,16 +35,16 @@ public final class HeldResources {
                     uses.put(lifetime, count);
                 }
                 count.value++;
-                added.add(lifetime);
+                added++;
             }
         } catch (RuntimeException e) {
-            drop(added);
+            drop(lifetimes.subList(0, added));
             throw e;
         }
     }
 
     /** Removes one use of each lifetime, releasing those no longer used. */
-    public synchronized void drop(Collection<Lifetime> lifetimes) {
+    public synchronized void drop(List<Lifetime> lifetimes) {
         for (Lifetime lifetime : lifetimes) {
             Count count = uses.get(lifetime);
             if (count == null) {
