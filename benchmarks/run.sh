@@ -29,4 +29,6 @@ if ! (cd "$root" && mvn -B -Pgpu-bundle package -DskipTests > "$log" 2>&1); then
     tail -20 "$log" >&2
     exit 1
 fi
-exec "$root/target/gpu-bundle/cudagraph4j-gpu-bundle/bin/run-benchmarks" --out "$root/benchmarks/results" "$@"
+# The bundle's runtime has no java.desktop; this JDK draws the report's chart.
+REPORT_JAVA="$JAVA_HOME/bin/java" exec "$root/target/gpu-bundle/cudagraph4j-gpu-bundle/bin/run-benchmarks" \
+    --out "$root/benchmarks/results" "$@"

@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -15,7 +16,7 @@ import java.util.Map;
 /**
  * Turns one run's JMH JSON and native JSON into {@code results.md} (medians side by side, with
  * the ratios graph/eager, Java/native and Java/JNI, and the targets met or missed) and
- * {@code chart.svg}.
+ * {@code chart.svg} ({@link ResultsChart}, where this runtime has {@code java.desktop}: see {@link Charts}).
  *
  * <p>Usage: {@code Report jmh.json native.json outputDir}. Either file may be absent (no nvcc, or a run
  * of some parts only); its columns then read n/a. Where {@code outputDir} holds the MLP logs
@@ -28,8 +29,6 @@ public final class Report {
     private static final int[] NODES = {10, 100, 1000};
     private static final String[] CALLS = {"cudaLaunchKernel", "cudaGraphLaunch", "cudaStreamQuery", "cudaGetLastError"};
     private static final ObjectMapper JSON = new ObjectMapper();
-    /** Roughly how wide one character of a 10-pixel sans-serif label is. */
-    private static final double LABEL_CHAR_WIDTH = 5.6;
 
     /** Median per canonical name, in the native harness's unit for that name (µs or ns). */
     private final Map<String, Double> java = new LinkedHashMap<>();
@@ -65,7 +64,10 @@ public final class Report {
         }
         Files.createDirectories(out);
         Files.writeString(out.resolve("results.md"), report.markdown());
-        Files.writeString(out.resolve("chart.svg"), report.svg());
+        Path folder = out.toAbsolutePath();
+        Charts.write(out.resolve("chart.svg"), () -> ResultsChart.svg(report.chartRows()), Report.class,
+                folder.relativize(jmhFile.toAbsolutePath()).toString(),
+                folder.relativize(nativeFile.toAbsolutePath()).toString(), ".");
         System.out.print(report.markdown());
     }
 
@@ -206,28 +208,41 @@ public final class Report {
         return a == null || b == null ? "n/a" : String.format(Locale.ROOT, "%.3f", a / b);
     }
 
+    /** One bar chart: a bar per series in each group, on a log scale; NaN where a value is missing. */
+    record BarPanel(String title, String axis, List<String> groups, List<String> series, List<String> colors,
+            List<double[]> values) {
+        /** Whether it has a bar to draw: without one it says it was not measured, rather than draw an empty scale. */
+        boolean measured() {
+            return values.stream().flatMapToDouble(Arrays::stream).anyMatch(v -> v > 0);
+        }
+    }
+
+    /** Panels side by side under a heading, in a row with room for {@code columns}. */
+    record PanelRow(String heading, int columns, List<BarPanel> panels) {}
+
     /**
-     * The launch-overhead row (eager vs graph for each N, and the four calls through each binding,
-     * log scale) and, with MLP results, a row of one panel per width; a run of the MLP alone draws
-     * only that row, and a panel without a value says it was not measured.
+     * What {@code chart.svg} shows: the launch-overhead row (eager vs graph for each N, and the four
+     * calls through each binding) and, with MLP results, a row of one panel per measured width. A run
+     * of some parts only (the MLP alone, say) leaves out the rows it has nothing for.
      */
-    String svg() {
-        int width = 960;
-        // A run of some parts only (the MLP alone, say) leaves out the rows it has nothing for.
-        boolean launches = launches();
-        int height = launches && !mlp.isEmpty() ? 840 : 420;
-        StringBuilder svg = new StringBuilder();
-        svg.append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"").append(width).append("\" height=\"")
-                .append(height).append("\" font-family=\"sans-serif\" font-size=\"11\">\n");
-        svg.append("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
-        if (launches) {
-            launchPanels(svg, width);
+    List<PanelRow> chartRows() {
+        List<PanelRow> rows = new ArrayList<>();
+        if (launches()) {
+            rows.add(new PanelRow("Launch overhead on " + device() + " (medians of one run)", 2,
+                    List.of(launchPanel(), bindingPanel())));
         }
         if (!mlp.isEmpty()) {
-            mlpPanels(svg, width, launches ? 410 : 0);
+            List<BarPanel> panels = new ArrayList<>();
+            for (int width : new int[] {512, 1024, 4096}) {
+                if (!mlp.groups(width).isEmpty()) {
+                    panels.add(new BarPanel("width " + width, "µs per forward (log scale)", mlp.groups(width),
+                            List.of("cudagraph4j graph (PDL)", "PyTorch graph replay", "cuBLASLt graph"),
+                            List.of("#d62728", "#7f7f7f", "#2ca02c"), mlp.values(width)));
+                }
+            }
+            rows.add(new PanelRow("16-layer MLP on " + device() + ", µs per forward synchronising each", 3, panels));
         }
-        svg.append("</svg>\n");
-        return svg.toString();
+        return rows;
     }
 
     /** Whether any launch-overhead result was read, or nothing else was: a run of the MLP alone has none. */
@@ -329,130 +344,37 @@ public final class Report {
                 : "unknown GPU";
     }
 
-    /** The first row: eager vs graph for each N, and the four calls through each binding. */
-    private void launchPanels(StringBuilder svg, int width) {
-        svg.append(text(width / 2, 18, "Launch overhead on " + escape(device()) + " (medians of one run)", 14,
-                "middle"));
-
-        List<String> series = List.of("Java eager", "Java graph", "native eager", "native graph");
-        List<String> colors = List.of("#d62728", "#1f77b4", "#ff9896", "#aec7e8");
+    /** Eager vs graph for each N. */
+    private BarPanel launchPanel() {
         List<String> groups = new ArrayList<>();
         List<double[]> values = new ArrayList<>();
         for (int n : LAUNCH_N) {
             groups.add("N=" + n);
-            values.add(new double[] {value(java, "launch_overhead/eager/" + n), value(java, "launch_overhead/graph/" + n),
-                    value(nativeResults, "launch_overhead/eager/" + n), value(nativeResults, "launch_overhead/graph/" + n)});
+            String eager = "launch_overhead/eager/" + n;
+            String graph = "launch_overhead/graph/" + n;
+            values.add(new double[] {value(java, eager), value(java, graph), value(nativeResults, eager),
+                    value(nativeResults, graph)});
         }
-        panel(svg, 40, 40, 440, 330, "µs per iteration (log scale)", groups, series, colors, values);
-
-        List<String> bindingSeries = List.of("Java API", "raw bindings", "JNI (JavaCPP)", "native C++");
-        List<String> bindingColors = List.of("#d62728", "#ff7f0e", "#2ca02c", "#7f7f7f");
-        List<String> calls = new ArrayList<>();
-        List<double[]> bindingValues = new ArrayList<>();
-        for (String call : CALLS) {
-            calls.add(call);
-            bindingValues.add(new double[] {value(java, "binding/" + call + " [api]"),
-                    value(java, "binding/" + call + " [raw]"), value(java, "binding/" + call + " [jni]"),
-                    value(nativeResults, "binding/" + call)});
-        }
-        panel(svg, 520, 40, 420, 330, "ns per call (log scale)", calls, bindingSeries, bindingColors, bindingValues);
+        return new BarPanel("Eager launches vs one graph launch", "µs per iteration (log scale)", groups,
+                List.of("Java eager", "Java graph", "native eager", "native graph"),
+                List.of("#d62728", "#1f77b4", "#ff9896", "#aec7e8"), values);
     }
 
-    /** A row of one panel per MLP width, {@code top} pixels down. */
-    private void mlpPanels(StringBuilder svg, int width, int top) {
-        svg.append(text(width / 2, top + 20, "16-layer MLP on " + escape(device())
-                + ", µs per forward synchronising each (log scale)", 14, "middle"));
-        List<String> mlpSeries = List.of("cudagraph4j graph (PDL)", "PyTorch graph replay", "cuBLASLt graph");
-        List<String> mlpColors = List.of("#d62728", "#7f7f7f", "#2ca02c");
-        int[] widths = {512, 1024, 4096};
-        for (int i = 0; i < widths.length; i++) {
-            if (mlp.groups(widths[i]).isEmpty()) {
-                continue;
-            }
-            panel(svg, 20 + i * 315, top + 40, 290, 330, "width " + widths[i], mlp.groups(widths[i]), mlpSeries,
-                    mlpColors, mlp.values(widths[i]));
+    /** The four calls through each binding. */
+    private BarPanel bindingPanel() {
+        List<double[]> values = new ArrayList<>();
+        for (String call : CALLS) {
+            String key = "binding/" + call;
+            values.add(new double[] {value(java, key + " [api]"), value(java, key + " [raw]"), value(java, key + " [jni]"),
+                    value(nativeResults, key)});
         }
+        return new BarPanel("One call through each binding", "ns per call (log scale)", List.of(CALLS),
+                List.of("Java API", "raw bindings", "JNI (JavaCPP)", "native C++"),
+                List.of("#d62728", "#ff7f0e", "#2ca02c", "#7f7f7f"), values);
     }
 
     private static double value(Map<String, Double> results, String key) {
         Double value = results.get(key);
         return value == null ? Double.NaN : value;
-    }
-
-    private static void panel(StringBuilder svg, int x, int y, int width, int height, String axis, List<String> groups,
-            List<String> series, List<String> colors, List<double[]> values) {
-        double max = 0;
-        double min = Double.MAX_VALUE;
-        for (double[] group : values) {
-            for (double v : group) {
-                if (!Double.isNaN(v) && v > 0) {
-                    max = Math.max(max, v);
-                    min = Math.min(min, v);
-                }
-            }
-        }
-        if (max == 0) {
-            svg.append(text(x, y + 10, axis, 11, "start"));
-            svg.append(text(x + width / 2, y + height / 2, "not measured in this run", 11, "middle"));
-            return;
-        }
-        double low = Math.pow(10, Math.floor(Math.log10(min)));
-        double high = Math.pow(10, Math.ceil(Math.log10(max)));
-        int plotTop = y + 20;
-        int plotBottom = y + height - 40;
-        int plotLeft = x + 50;
-        int plotRight = x + width;
-        svg.append(text(x, y + 10, axis, 11, "start"));
-        for (double tick = low; tick <= high * 1.0001; tick *= 10) {
-            int ty = scale(tick, low, high, plotTop, plotBottom);
-            svg.append(String.format(Locale.ROOT,
-                    "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>%n", plotLeft, ty, plotRight, ty));
-            svg.append(text(plotLeft - 4, ty + 4, f(tick), 10, "end"));
-        }
-        int groupWidth = (plotRight - plotLeft) / groups.size();
-        int barWidth = (groupWidth - 10) / series.size();
-        boolean stagger = groups.stream().anyMatch(label -> label.length() * LABEL_CHAR_WIDTH > groupWidth - 4);
-        int legendY = plotBottom + (stagger ? 35 : 24);
-        for (int g = 0; g < groups.size(); g++) {
-            int gx = plotLeft + g * groupWidth + 5;
-            for (int s = 0; s < series.size(); s++) {
-                double v = values.get(g)[s];
-                if (Double.isNaN(v) || v <= 0) {
-                    continue;
-                }
-                int top = scale(v, low, high, plotTop, plotBottom);
-                svg.append(String.format(Locale.ROOT,
-                        "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>%s %s: %s</title></rect>%n",
-                        gx + s * barWidth, top, barWidth - 1, plotBottom - top, colors.get(s), escape(groups.get(g)),
-                        escape(series.get(s)), f(v)));
-            }
-            // Labels wider than their group would run into each other: every other one goes a line lower.
-            int labelY = plotBottom + 14 + (stagger && g % 2 == 1 ? 11 : 0);
-            svg.append(text(gx + groupWidth / 2 - 5, labelY, escape(groups.get(g)), 10, "middle"));
-        }
-        // Side by side where every label fits its share of the width, else one per line.
-        int slot = (plotRight - plotLeft) / series.size();
-        boolean stackLegend = series.stream().anyMatch(label -> 14 + label.length() * LABEL_CHAR_WIDTH > slot);
-        for (int s = 0; s < series.size(); s++) {
-            int lx = stackLegend ? plotLeft : plotLeft + s * slot;
-            int ly = stackLegend ? legendY + s * 12 : legendY;
-            svg.append(String.format(Locale.ROOT, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>%n",
-                    lx, ly, colors.get(s)));
-            svg.append(text(lx + 14, ly + 9, escape(series.get(s)), 10, "start"));
-        }
-    }
-
-    private static int scale(double v, double low, double high, int top, int bottom) {
-        double t = (Math.log10(v) - Math.log10(low)) / (Math.log10(high) - Math.log10(low));
-        return (int) Math.round(bottom - t * (bottom - top));
-    }
-
-    private static String text(int x, int y, String content, int size, String anchor) {
-        return String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" font-size=\"%d\" text-anchor=\"%s\">%s</text>%n", x, y,
-                size, anchor, content);
-    }
-
-    private static String escape(String s) {
-        return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;");
     }
 }

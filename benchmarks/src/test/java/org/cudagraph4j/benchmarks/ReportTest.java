@@ -1,13 +1,24 @@
 package org.cudagraph4j.benchmarks;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.knowm.xchart.CategoryChart;
+import org.knowm.xchart.CategorySeries;
 
-/** What Report adds to results.md beyond the launch-overhead tables (those: the committed H200 run). */
+/** What Report adds to results.md beyond the launch-overhead tables (those: the committed H200 run), and its chart. */
 class ReportTest {
+    private static final Path FIRST_RUN = Path.of("results/nvidia-h200-2026-11-29");
+
     @Test
     void theServingLoadPointsBecomeATable() throws IOException {
         Report report = new Report();
@@ -23,7 +34,7 @@ class ReportTest {
     }
 
     @Test
-    void aRunOfTheMlpAloneChartsTheMlpOnlyAndNamesTheGpuFromItsLog() {
+    void aRunOfTheMlpAloneChartsTheMlpOnlyAndNamesTheGpuFromItsLog() throws Exception {
         Report report = new Report();
         report.mlp().read("""
                 device: NVIDIA H200, 132 SMs
@@ -31,21 +42,62 @@ class ReportTest {
                 cg4j_simt_gemv_f32_8x4x128_w4_tnt_align4_bias_f32_relu x1 slices
                 MLP16 torch graph: width 512 batch 32: 171.6 us sync each, 164.7 us pipelined
                 """);
-        String svg = report.svg();
-        assertFalse(svg.contains("µs per iteration"), "no launch-overhead panels without their results");
-        assertTrue(svg.contains("height=\"420\""), "one row");
-        assertTrue(svg.contains("16-layer MLP on NVIDIA H200"), svg);
+        List<Report.PanelRow> rows = report.chartRows();
+        assertEquals(1, rows.size(), "no launch-overhead panels without their results");
+        assertEquals("16-layer MLP on NVIDIA H200, µs per forward synchronising each", rows.get(0).heading());
+        assertEquals(List.of("width 512"), rows.get(0).panels().stream().map(Report.BarPanel::title).toList());
         String md = report.markdown();
         assertTrue(md.startsWith("# Benchmarks on NVIDIA H200\n"), md);
         assertFalse(md.contains("## Eager launches"), "no launch tables of n/a: " + md);
         assertTrue(md.contains("| 512 | 32 | gemv 8x4 x1 |"), md);
+
+        assumeTrue(Charts.drawable(), "drawing needs java.desktop");
+        Svg svg = Svg.parse(ResultsChart.svg(rows));
+        assertEquals("16-layer MLP on NVIDIA H200, µs per forward synchronising each", svg.title());
+        assertEquals("width 512: cudagraph4j graph (PDL), PyTorch graph replay, cuBLASLt graph", svg.description());
+        assertEquals(ResultsChart.WIDTH + "px", svg.attribute("width"));
     }
 
     @Test
-    void aPanelWithoutAValueSaysSoInsteadOfDrawingAnEmptyScale() {
-        String svg = new Report().svg();
-        assertTrue(svg.contains("not measured in this run"), svg);
+    void aPanelWithoutAValueSaysSoInsteadOfDrawingAnEmptyScale() throws Exception {
+        List<Report.PanelRow> rows = new Report().chartRows();
+        assertEquals("Launch overhead on unknown GPU (medians of one run)", rows.get(0).heading());
+        assertFalse(rows.get(0).panels().get(0).measured());
+
+        assumeTrue(Charts.drawable(), "drawing needs java.desktop");
+        assertNull(ResultsChart.panel(rows.get(0).panels().get(0), 480).chart(), "no scale without a value");
+        String svg = ResultsChart.svg(rows);
+        assertEquals("Eager launches vs one graph launch: not measured in this run\n"
+                + "One call through each binding: not measured in this run", Svg.parse(svg).description());
         assertFalse(svg.contains("NaN"), svg);
-        assertFalse(svg.contains(">1.00<"), "no tick of a degenerate scale: " + svg);
+    }
+
+    @Test
+    void theLaunchPanelsDrawEachSeriesOnALogScaleAndSlantTheCallNamesSoThatTheyDoNotOverlap() throws Exception {
+        Report report = new Report();
+        report.readJmh(Files.readString(FIRST_RUN.resolve("jmh.json")));
+        report.readNative(Files.readString(FIRST_RUN.resolve("native.json")));
+        List<Report.BarPanel> panels = report.chartRows().get(0).panels();
+        assumeTrue(Charts.drawable(), "drawing needs java.desktop");
+
+        CategoryChart launches = (CategoryChart) ResultsChart.panel(panels.get(0), 480).chart();
+        assertEquals(List.of("Java eager", "Java graph", "native eager", "native graph"),
+                List.copyOf(launches.getSeriesMap().keySet()));
+        assertTrue(launches.getStyler().isYAxisLogarithmic());
+        CategorySeries javaEager = launches.getSeriesMap().get("Java eager");
+        assertEquals(List.of("N=1", "N=2", "N=8", "N=32", "N=128"), javaEager.getXData());
+        double shortest = javaEager.getYData().stream().mapToDouble(Number::doubleValue).min().orElseThrow();
+        assertTrue(launches.getStyler().getYAxisMin() < shortest, "every bar above the axis");
+        assertEquals(0, launches.getStyler().getXAxisLabelRotation(), "N=128 fits its group");
+
+        CategoryChart bindings = (CategoryChart) ResultsChart.panel(panels.get(1), 480).chart();
+        assertEquals(List.of("Java API", "raw bindings", "JNI (JavaCPP)", "native C++"),
+                List.copyOf(bindings.getSeriesMap().keySet()));
+        assertNotEquals(0, bindings.getStyler().getXAxisLabelRotation(), "cudaLaunchKernel is wider than its group");
+
+        Svg svg = Svg.parse(ResultsChart.svg(report.chartRows()));
+        assertEquals("Launch overhead on NVIDIA H200 (medians of one run)", svg.title());
+        assertTrue(svg.description().startsWith("Eager launches vs one graph launch: Java eager, Java graph, "
+                + "native eager, native graph\n"), svg.description());
     }
 }

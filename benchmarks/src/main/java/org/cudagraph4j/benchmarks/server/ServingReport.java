@@ -16,12 +16,14 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.TreeSet;
 import java.util.stream.Stream;
+import org.cudagraph4j.benchmarks.Charts;
 
 /**
  * Turns one serving run's folder ({@code bin/run-serving-benchmark} writes it) into
  * {@code results.md} (the answers' cross-check, one table per request mix with both servers at
  * each offered load, the issue's targets met or missed, and {@code wrk}'s closed-loop numbers) and
- * {@code chart.svg} (p50 and p99 latency against offered load, both servers, one panel per mix).
+ * {@code chart.svg} ({@link ServingChart}: p50 and p99 latency against offered load, both servers, one panel
+ * per mix; drawn where this runtime has {@code java.desktop}, see {@link Charts}).
  *
  * <p>What it reads: {@code load-SERVER-MIX.json} ({@link HttpLoad}'s {@code --json}; SERVER is
  * {@code java} or {@code torch}), {@code crosscheck.json} ({@link CrossCheck}), {@code wrk-SERVER-MIX.json}
@@ -39,8 +41,7 @@ public final class ServingReport {
     static final double THROUGHPUT_TARGET = 2.0;
     static final double P99_LIMIT_MICROS = 10_000;
     static final List<String> SERVERS = List.of("java", "torch");
-    private static final Map<String, String> NAMES = Map.of("java", "Java (cudagraph4j)", "torch", "PyTorch");
-    private static final Map<String, String> COLORS = Map.of("java", "#d62728", "torch", "#555555");
+    static final Map<String, String> NAMES = Map.of("java", "Java (cudagraph4j)", "torch", "PyTorch");
     private static final ObjectMapper JSON = new ObjectMapper();
 
     /** One server's points under one mix. */
@@ -123,7 +124,8 @@ public final class ServingReport {
         ServingReport report = read(dir);
         String markdown = report.markdown();
         Files.writeString(dir.resolve("results.md"), markdown);
-        Files.writeString(dir.resolve("chart.svg"), report.svg());
+        Charts.write(dir.resolve("chart.svg"), () -> ServingChart.svg(report.runName(), report.loads.values()),
+                ServingReport.class, ".");
         return markdown;
     }
 
@@ -461,168 +463,5 @@ public final class ServingReport {
             return String.format(Locale.ROOT, "%.0f", v);
         }
         return a >= 10 ? String.format(Locale.ROOT, "%.1f", v) : String.format(Locale.ROOT, "%.2f", v);
-    }
-
-    // ---- chart ----
-
-    /** One panel per mix: p50 (solid) and p99 (dashed) latency against offered load, both servers, log-log. */
-    String svg() {
-        int panelWidth = 460;
-        int panelHeight = 380;
-        int columns = Math.max(1, Math.min(2, loads.size()));
-        int rows = Math.max(1, (loads.size() + columns - 1) / columns);
-        int width = 40 + columns * (panelWidth + 20);
-        int height = 50 + rows * (panelHeight + 20);
-        StringBuilder svg = new StringBuilder();
-        svg.append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"").append(width).append("\" height=\"")
-                .append(height).append("\" font-family=\"sans-serif\" font-size=\"11\">\n");
-        svg.append("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
-        svg.append(text(width / 2, 20, "Latency against offered load, " + escape(runName())
-                + " (open loop, from intended arrival; hollow: not sustained)", 14, "middle"));
-        int i = 0;
-        for (Map<String, Series> byServer : loads.values()) {
-            int x = 30 + (i % columns) * (panelWidth + 20);
-            int y = 40 + (i / columns) * (panelHeight + 20);
-            panel(svg, x, y, panelWidth, panelHeight, byServer);
-            i++;
-        }
-        if (loads.isEmpty()) {
-            svg.append(text(width / 2, 60, "no load results in this folder", 12, "middle"));
-        }
-        svg.append("</svg>\n");
-        return svg.toString();
-    }
-
-    private static void panel(StringBuilder svg, int x, int y, int width, int height, Map<String, Series> byServer) {
-        String title = mixTitle(byServer.values().iterator().next().options());
-        double minRate = Double.MAX_VALUE;
-        double maxRate = 0;
-        double minLatency = Double.MAX_VALUE;
-        double maxLatency = P99_LIMIT_MICROS;
-        for (Series series : byServer.values()) {
-            for (JsonNode p : series.points()) {
-                if (p.path("recovery").asBoolean()) {
-                    continue;
-                }
-                minRate = Math.min(minRate, p.path("offeredPerSecond").asDouble());
-                maxRate = Math.max(maxRate, p.path("offeredPerSecond").asDouble());
-                for (String key : List.of("p50Micros", "p99Micros")) {
-                    double v = p.path(key).asDouble();
-                    if (v > 0) {
-                        minLatency = Math.min(minLatency, v);
-                        maxLatency = Math.max(maxLatency, v);
-                    }
-                }
-            }
-        }
-        if (maxRate == 0) {
-            minRate = 1;
-            maxRate = 10;
-        }
-        if (minLatency == Double.MAX_VALUE) {
-            minLatency = 10;
-        }
-        double rateLow = Math.pow(10, Math.floor(Math.log10(minRate)));
-        double rateHigh = Math.pow(10, Math.ceil(Math.log10(maxRate * 1.0001)));
-        if (rateHigh <= rateLow) {
-            rateHigh = rateLow * 10;
-        }
-        double latencyLow = Math.pow(10, Math.floor(Math.log10(minLatency)));
-        double latencyHigh = Math.pow(10, Math.ceil(Math.log10(maxLatency * 1.0001)));
-        int left = x + 55;
-        int right = x + width - 10;
-        int top = y + 25;
-        int bottom = y + height - 75;
-        svg.append(text(x + width / 2, y + 12, escape(title), 12, "middle"));
-        svg.append(String.format(Locale.ROOT, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
-                + "stroke=\"#999\"/>%n", left, top, right - left, bottom - top));
-        for (double tick = latencyLow; tick <= latencyHigh * 1.0001; tick *= 10) {
-            int ty = scale(tick, latencyLow, latencyHigh, bottom, top);
-            svg.append(line(left, ty, right, ty, "#e5e5e5", null));
-            svg.append(text(left - 4, ty + 4, tickMicros(tick), 10, "end"));
-        }
-        for (double tick = rateLow; tick <= rateHigh * 1.0001; tick *= 10) {
-            int tx = scale(tick, rateLow, rateHigh, left, right);
-            svg.append(line(tx, top, tx, bottom, "#e5e5e5", null));
-            svg.append(text(tx, bottom + 14, tick(tick), 10, "middle"));
-        }
-        svg.append(text((left + right) / 2, bottom + 28, "offered load, requests/s (log)", 10, "middle"));
-        svg.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\" "
-                + "transform=\"rotate(-90 %d %d)\">latency (log)</text>%n", x + 10, (top + bottom) / 2, x + 10,
-                (top + bottom) / 2));
-        int limit = scale(P99_LIMIT_MICROS, latencyLow, latencyHigh, bottom, top);
-        svg.append(line(left, limit, right, limit, "#2ca02c", "2,3"));
-        svg.append(text(right - 2, limit - 3, "10 ms", 9, "end"));
-        int legend = 0;
-        for (String server : SERVERS) {
-            Series series = byServer.get(server);
-            if (series == null) {
-                continue;
-            }
-            List<JsonNode> points = series.points().stream().filter(p -> !p.path("recovery").asBoolean())
-                    .sorted(Comparator.comparingInt(p -> p.path("offeredPerSecond").asInt())).toList();
-            for (String key : List.of("p50Micros", "p99Micros")) {
-                boolean p99 = key.equals("p99Micros");
-                StringBuilder path = new StringBuilder();
-                StringBuilder marks = new StringBuilder();
-                for (JsonNode p : points) {
-                    double v = p.path(key).asDouble();
-                    if (v <= 0) {
-                        continue;
-                    }
-                    int px = scale(p.path("offeredPerSecond").asDouble(), rateLow, rateHigh, left, right);
-                    int py = scale(v, latencyLow, latencyHigh, bottom, top);
-                    path.append(path.isEmpty() ? "" : " ").append(px).append(',').append(py);
-                    marks.append(String.format(Locale.ROOT, "<circle cx=\"%d\" cy=\"%d\" r=\"3\" fill=\"%s\" "
-                            + "stroke=\"%s\"><title>%s %s at %d/s offered: %s µs (%s/s ok)</title></circle>%n", px, py,
-                            p.path("sustained").asBoolean() ? COLORS.get(server) : "white", COLORS.get(server),
-                            NAMES.get(server), p99 ? "p99" : "p50", p.path("offeredPerSecond").asInt(), f(v),
-                            f(p.path("completedPerSecond").asDouble())));
-                }
-                if (!path.isEmpty()) {
-                    svg.append(String.format(Locale.ROOT, "<polyline points=\"%s\" fill=\"none\" stroke=\"%s\" "
-                            + "stroke-width=\"1.5\"%s/>%n", path, COLORS.get(server),
-                            p99 ? " stroke-dasharray=\"5,3\"" : ""));
-                    svg.append(marks);
-                }
-                int lx = left + (legend % 2) * ((right - left) / 2);
-                int ly = bottom + 44 + (legend / 2) * 14;
-                svg.append(line(lx, ly - 4, lx + 22, ly - 4, COLORS.get(server), p99 ? "5,3" : null));
-                svg.append(text(lx + 27, ly, escape(NAMES.get(server) + (p99 ? " p99" : " p50")), 10, "start"));
-                legend++;
-            }
-        }
-    }
-
-    /** A power of ten as a latency: 100 µs, 1 ms, 10 s. */
-    private static String tickMicros(double v) {
-        if (v >= 1e6) {
-            return tick(v / 1e6) + " s";
-        }
-        return v >= 1e3 ? tick(v / 1e3) + " ms" : tick(v) + " µs";
-    }
-
-    /** A power of ten without trailing zeros: 0.1, 1, 1000. */
-    private static String tick(double v) {
-        return v >= 1 ? String.format(Locale.ROOT, "%.0f", v) : String.format(Locale.ROOT, "%s", (float) v);
-    }
-
-    private static String line(int x1, int y1, int x2, int y2, String color, String dash) {
-        return String.format(Locale.ROOT, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\"%s/>%n", x1, y1,
-                x2, y2, color, dash == null ? "" : " stroke-dasharray=\"" + dash + "\"");
-    }
-
-    private static int scale(double v, double low, double high, int from, int to) {
-        double t = (Math.log10(v) - Math.log10(low)) / (Math.log10(high) - Math.log10(low));
-        return (int) Math.round(from + t * (to - from));
-    }
-
-    private static String text(int x, int y, String content, int size, String anchor) {
-        return String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" font-size=\"%d\" text-anchor=\"%s\">%s</text>%n",
-                x, y, size, anchor, content);
-    }
-
-    private static String escape(String s) {
-        return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;");
     }
 }
