@@ -38,6 +38,7 @@ public final class Report {
     private String driver = "";
     private final MlpResults mlp = new MlpResults();
     private JsonNode servingLoad;
+    private JsonNode sameProcess;
 
     public static void main(String[] args) throws IOException {
         if (args.length != 3) {
@@ -58,6 +59,9 @@ public final class Report {
             if (Files.exists(out.resolve(log))) {
                 report.mlp.read(Files.readString(out.resolve(log)));
             }
+        }
+        if (Files.exists(out.resolve("same-process.json"))) {
+            report.readSameProcess(Files.readString(out.resolve("same-process.json")));
         }
         if (Files.exists(out.resolve("serving-load.json"))) {
             report.readServingLoad(Files.readString(out.resolve("serving-load.json")));
@@ -94,6 +98,11 @@ public final class Report {
     /** {@code ServingLoad}'s JSON: the engine under open-loop load, per capture policy and offered rate. */
     void readServingLoad(String json) throws JsonProcessingException {
         servingLoad = JSON.readTree(json);
+    }
+
+    /** {@code SameProcess}'s JSON: Java and C loops alternating round by round in one JVM. */
+    void readSameProcess(String json) throws JsonProcessingException {
+        sameProcess = JSON.readTree(json);
     }
 
     /** The native harness's JSON: the device, the driver and runtime, and a median per benchmark. */
@@ -143,6 +152,9 @@ public final class Report {
         } else {
             md.append("# Benchmarks on ").append(device()).append("\n");
         }
+        if (sameProcess != null) {
+            sameProcessSection(md);
+        }
         if (!mlp.isEmpty()) {
             md.append(mlp.markdown(java));
         }
@@ -163,6 +175,34 @@ public final class Report {
             }
         }
         return md.toString();
+    }
+
+    /**
+     * The same-process baseline: each loop's median Java/C ratio over alternating rounds, which drift
+     * between processes cannot enter, and the issue's capture and update targets read from it.
+     */
+    private void sameProcessSection(StringBuilder md) {
+        md.append("\n## Same-process baseline (Java and C loops alternating in one JVM)\n\n");
+        md.append("Per repetition, medians over ").append(sameProcess.path("rows").path(0).path("rounds").asInt())
+                .append(" rounds; the ratio is the median of the rounds' Java/C ratios, with its quartiles. "
+                        + "`capture-query` is the same Java capture against C capture plus the per-launch "
+                        + "`cudaStreamGetCaptureInfo` the library makes to learn each node.\n\n");
+        md.append("| loop | N | Java µs | C µs | Java/C | quartiles |\n|---|---|---|---|---|---|\n");
+        Map<String, Double> ratios = new LinkedHashMap<>();
+        for (JsonNode row : sameProcess.path("rows")) {
+            String loop = row.path("loop").asText();
+            int n = row.path("n").asInt();
+            ratios.put(loop + "/" + n, row.path("ratio").asDouble());
+            md.append(String.format(Locale.ROOT, "| %s | %d | %s | %s | %.3f | %.3f - %.3f |%n", loop, n,
+                    f(row.path("javaMicros").asDouble()), f(row.path("nativeMicros").asDouble()),
+                    row.path("ratio").asDouble(), row.path("ratioP25").asDouble(), row.path("ratioP75").asDouble()));
+        }
+        md.append("\n");
+        target(md, "capture of 1000 nodes at most 1.2x native", ratios.get("capture/1000"), 1.0, 1.2);
+        target(md, "capture of 1000 nodes at most 1.2x native with the library's query",
+                ratios.get("capture-query/1000"), 1.0, 1.2);
+        target(md, "single-node update on a 1000-node executable at most 1.2x native",
+                ratios.get("update-node/1000"), 1.0, 1.2);
     }
 
     /** For the MLP logs, read from elsewhere than the output folder (tests). */
@@ -247,7 +287,8 @@ public final class Report {
 
     /** Whether any launch-overhead result was read, or nothing else was: a run of the MLP alone has none. */
     private boolean launches() {
-        return !java.isEmpty() || !nativeResults.isEmpty() || (mlp.isEmpty() && servingLoad == null);
+        return !java.isEmpty() || !nativeResults.isEmpty() || (mlp.isEmpty() && servingLoad == null
+                && sameProcess == null);
     }
 
     /** The launch-overhead tables and their targets. */
@@ -332,7 +373,7 @@ public final class Report {
         }
     }
 
-    /** The GPU the native harness named, else the MLP harnesses, else ServingLoad, else "unknown GPU". */
+    /** The GPU the native harness named, else the MLP harnesses, ServingLoad or SameProcess, else "unknown GPU". */
     private String device() {
         if (device != null) {
             return device;
@@ -340,8 +381,12 @@ public final class Report {
         if (mlp.device() != null) {
             return mlp.device();
         }
-        return servingLoad != null && servingLoad.path("device").isTextual() ? servingLoad.path("device").asText()
-                : "unknown GPU";
+        for (JsonNode log : new JsonNode[] {servingLoad, sameProcess}) {
+            if (log != null && log.path("device").isTextual()) {
+                return log.path("device").asText();
+            }
+        }
+        return "unknown GPU";
     }
 
     /** Eager vs graph for each N. */

@@ -144,6 +144,7 @@ public final class SameProcess {
             return;
         }
         List<Row> rows = new ArrayList<>();
+        String device = gpu.device.properties().name();
         try (gpu; Arena arena = Arena.ofConfined()) {
             SameProcess baseline = new SameProcess(gpu, Path.of(options.get("library")), arena);
             try {
@@ -165,6 +166,7 @@ public final class SameProcess {
         }
         if (options.containsKey("json")) {
             Map<String, Object> report = new LinkedHashMap<>();
+            report.put("device", device);
             report.put("iterationsPerRound", iterations);
             report.put("rows", rows);
             new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(Path.of(options.get("json"))

@@ -34,6 +34,31 @@ class ReportTest {
     }
 
     @Test
+    void theSameProcessBaselineBecomesATableWithTheCaptureAndUpdateTargets() throws IOException {
+        Report report = new Report();
+        report.readSameProcess("""
+                {"device":"NVIDIA H200","iterationsPerRound":2000,"rows":[
+                  {"loop":"eager","n":1,"javaMicros":10.05,"nativeMicros":9.98,"ratio":1.006,"ratioP25":0.997,
+                   "ratioP75":1.012,"rounds":31},
+                  {"loop":"capture","n":1000,"javaMicros":906.6,"nativeMicros":484.7,"ratio":1.865,"ratioP25":1.841,
+                   "ratioP75":1.913,"rounds":31},
+                  {"loop":"capture-query","n":1000,"javaMicros":1209.1,"nativeMicros":1000.5,"ratio":1.216,
+                   "ratioP25":1.189,"ratioP75":1.318,"rounds":31},
+                  {"loop":"update-node","n":1000,"javaMicros":0.64,"nativeMicros":0.54,"ratio":1.19,"ratioP25":1.1,
+                   "ratioP75":1.25,"rounds":31}]}
+                """);
+        String md = report.markdown();
+        assertTrue(md.startsWith("# Benchmarks on NVIDIA H200\n"), "the GPU SameProcess named: " + md);
+        assertFalse(md.contains("## Eager launches"), "no launch tables of n/a: " + md);
+        assertTrue(md.contains("Per repetition, medians over 31 rounds"), md);
+        assertTrue(md.contains("| eager | 1 | 10.05 | 9.98 | 1.006 | 0.997 - 1.012 |"), md);
+        assertTrue(md.contains("| capture | 1000 | 907 | 485 | 1.865 | 1.841 - 1.913 |"), md);
+        assertTrue(md.contains("- capture of 1000 nodes at most 1.2x native: **missed (ratio 1.865)**"), md);
+        assertTrue(md.contains("with the library's query: **missed (ratio 1.216)**"), md);
+        assertTrue(md.contains("executable at most 1.2x native: **met (ratio 1.190)**"), md);
+    }
+
+    @Test
     void aRunOfTheMlpAloneChartsTheMlpOnlyAndNamesTheGpuFromItsLog() throws Exception {
         Report report = new Report();
         report.mlp().read("""
