@@ -28,7 +28,15 @@ import org.cudagraph4j.internal.LiveCounters;
  */
 public final class KernelArguments implements AutoCloseable {
     private final CudaKernel kernel;
+    /** The native block's lifetime, counted; {@code null} for one-use arguments in their thread's scratch block. */
     private final Lifetime lifetime;
+    /**
+     * Gives the thread's scratch block back. One-use arguments there live on one thread for one
+     * call and allocate nothing, so they skip a lifetime's shared counters and atomics, which every
+     * one-shot launch and node update would pay.
+     */
+    private final Scratch scratch;
+    private boolean scratchReleased;
     private final MemorySegment pointers;
     private final MemorySegment values;
     private final Object[] arguments;
@@ -73,13 +81,15 @@ public final class KernelArguments implements AutoCloseable {
         this.arguments = arguments.clone();
         int count = arguments.length;
         int slots = Math.max(count, 1);
-        Scratch scratch = prepared ? null : SCRATCH.get();
+        Scratch threadScratch = prepared ? null : SCRATCH.get();
         Runnable free;
-        if (scratch != null && scratch.claim(slots)) {
-            this.pointers = scratch.pointers;
-            this.values = scratch.values;
-            free = () -> scratch.inUse = false;
+        if (threadScratch != null && threadScratch.claim(slots)) {
+            this.scratch = threadScratch;
+            this.pointers = threadScratch.pointers;
+            this.values = threadScratch.values;
+            free = () -> threadScratch.inUse = false;
         } else {
+            this.scratch = null;
             Arena nativeMemory = prepared ? Arena.ofShared() : Arena.ofConfined();
             try {
                 this.pointers = nativeMemory.allocate(ADDRESS, slots);
@@ -101,11 +111,20 @@ public final class KernelArguments implements AutoCloseable {
             free.run();
             throw e;
         }
-        this.lifetime = new Lifetime(LiveCounters.Kind.KERNEL_ARGUMENTS, (KernelArgumentCodec.SLOT_BYTES
-                + ADDRESS.byteSize()) * slots, "KernelArguments for " + kernel.symbol(), free);
-        if (prepared) {
-            lifetime.watch(this); // one-use arguments are closed by their thread, never by a cleaner
+        if (scratch != null) {
+            this.lifetime = null;
+        } else {
+            this.lifetime = new Lifetime(LiveCounters.Kind.KERNEL_ARGUMENTS, (KernelArgumentCodec.SLOT_BYTES
+                    + ADDRESS.byteSize()) * slots, "KernelArguments for " + kernel.symbol(), free);
+            if (prepared) {
+                lifetime.watch(this); // one-use arguments are closed by their thread, never by a cleaner
+            }
         }
+    }
+
+    /** Whether the calling thread's scratch block is taken; false between calls, unless one leaked it. */
+    static boolean threadScratchTaken() {
+        return SCRATCH.get().inUse;
     }
 
     /** {@return the kernel these arguments were checked against; they launch only that kernel} */
@@ -154,7 +173,7 @@ public final class KernelArguments implements AutoCloseable {
 
     /** {@return whether these arguments are open: false once {@link #close()} has been called} */
     public boolean isOpen() {
-        return lifetime.isOpen();
+        return lifetime != null ? lifetime.isOpen() : !scratchReleased;
     }
 
     /**
@@ -203,7 +222,12 @@ public final class KernelArguments implements AutoCloseable {
     /** Frees the native argument block. Idempotent. */
     @Override
     public void close() {
-        lifetime.close();
+        if (lifetime != null) {
+            lifetime.close();
+        } else if (!scratchReleased) {
+            scratchReleased = true;
+            scratch.inUse = false;
+        }
     }
 
     private void ensureOpen() {

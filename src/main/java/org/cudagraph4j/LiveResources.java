@@ -18,7 +18,9 @@ import org.cudagraph4j.internal.LiveCounters.Kind;
  * @param libraries loaded libraries
  * @param graphs graph templates
  * @param graphExecs executable graphs
- * @param kernelArguments argument blocks: prepared ({@link CudaKernel#arguments}) or serving a one-shot launch
+ * @param kernelArguments argument blocks in native memory: prepared ones ({@link CudaKernel#arguments}) not yet
+ *     closed, and a one-shot launch's while it runs; a one-shot launch or node update normally reuses its thread's
+ *     block instead, which is not counted
  * @param memoryPools pools made by {@link CudaDevice#createMemoryPool} and not yet destroyed (default pools are
  *     the runtime's, and not counted)
  */

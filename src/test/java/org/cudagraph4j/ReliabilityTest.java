@@ -87,6 +87,7 @@ class ReliabilityTest {
             assertThrows(IllegalStateException.class, () -> writePattern.launch(config(64), closed, 64, 1f, 0f));
         }
         assertEquals(before, Cuda.liveResources().kernelArguments());
+        assertFalse(KernelArguments.threadScratchTaken(), "each refused launch gave its thread's block back");
     }
 
     @Test

@@ -68,10 +68,13 @@ public final class Report {
         }
         Files.createDirectories(out);
         Files.writeString(out.resolve("results.md"), report.markdown());
-        Path folder = out.toAbsolutePath();
-        Charts.write(out.resolve("chart.svg"), () -> ResultsChart.svg(report.chartRows()), Report.class,
-                folder.relativize(jmhFile.toAbsolutePath()).toString(),
-                folder.relativize(nativeFile.toAbsolutePath()).toString(), ".");
+        // A run of the lifecycle, same-process or serving parts alone has nothing the chart draws.
+        if (!report.chartRows().isEmpty()) {
+            Path folder = out.toAbsolutePath();
+            Charts.write(out.resolve("chart.svg"), () -> ResultsChart.svg(report.chartRows()), Report.class,
+                    folder.relativize(jmhFile.toAbsolutePath()).toString(),
+                    folder.relativize(nativeFile.toAbsolutePath()).toString(), ".");
+        }
         System.out.print(report.markdown());
     }
 
@@ -263,11 +266,11 @@ public final class Report {
     /**
      * What {@code chart.svg} shows: the launch-overhead row (eager vs graph for each N, and the four
      * calls through each binding) and, with MLP results, a row of one panel per measured width. A run
-     * of some parts only (the MLP alone, say) leaves out the rows it has nothing for.
+     * of some parts only (the MLP alone, say) leaves out the rows it has nothing for, and may have none.
      */
     List<PanelRow> chartRows() {
         List<PanelRow> rows = new ArrayList<>();
-        if (launches()) {
+        if (measured("launch_overhead/") || measured("binding/")) {
             rows.add(new PanelRow("Launch overhead on " + device() + " (medians of one run)", 2,
                     List.of(launchPanel(), bindingPanel())));
         }
@@ -291,13 +294,40 @@ public final class Report {
                 && sameProcess == null);
     }
 
-    /** The launch-overhead tables and their targets. */
+    /** The launch-overhead tables and their targets, each only where the run measured something for it. */
     private void launchSections(StringBuilder md) {
         md.append("# Launch overhead on ").append(device()).append("\n\n");
         md.append("Medians from one run: JMH (Java, `SampleTime`) and the native C++ harness, side by side. ");
-        md.append("Driver ").append(driver).append(". Ratios below 1 favour the numerator's alternative.\n\n");
+        md.append("Driver ").append(driver).append(". Ratios below 1 favour the numerator's alternative.\n");
+        List<Runnable> targets = new ArrayList<>();
+        if (measured("launch_overhead/")) {
+            eagerAndGraphTable(md);
+        }
+        if (measured("binding/")) {
+            bindingTable(md);
+            targets.add(() -> bindingTargets(md));
+        }
+        if (measured("seed_linear/") || measured("seed_shape_empty/")) {
+            seedTable(md);
+            targets.add(() -> seedTargets(md));
+        }
+        if (measured("graph_lifecycle/")) {
+            lifecycleTable(md);
+        }
+        if (!targets.isEmpty()) {
+            md.append("\n## Targets\n\n");
+            targets.forEach(Runnable::run);
+        }
+    }
 
-        md.append("## Eager launches vs one graph launch (µs per iteration, including the sync)\n\n");
+    /** Whether the Java or the native results hold a name starting with {@code prefix}. */
+    private boolean measured(String prefix) {
+        return java.keySet().stream().anyMatch(k -> k.startsWith(prefix))
+                || nativeResults.keySet().stream().anyMatch(k -> k.startsWith(prefix));
+    }
+
+    private void eagerAndGraphTable(StringBuilder md) {
+        md.append("\n## Eager launches vs one graph launch (µs per iteration, including the sync)\n\n");
         md.append("| N | Java eager | Java graph | Java eager/graph | native eager | native graph | native eager/graph | Java/native eager | Java/native graph |\n");
         md.append("|---|---|---|---|---|---|---|---|---|\n");
         for (int n : LAUNCH_N) {
@@ -310,7 +340,9 @@ public final class Report {
                     .append(ratio(java.get(eager), nativeResults.get(eager))).append(" | ")
                     .append(ratio(java.get(graph), nativeResults.get(graph))).append(" |\n");
         }
+    }
 
+    private void bindingTable(StringBuilder md) {
         md.append("\n## One call, three Java bindings and native (ns per call)\n\n");
         md.append("`cudaLaunchKernel` and `cudaGraphLaunch` are host-only enqueue costs, bursts of 256 with an untimed sync.\n\n");
         md.append("| call | Java API | raw bindings | JNI (JavaCPP) | native | API/native | raw/native | JNI/native | API/JNI |\n");
@@ -325,7 +357,9 @@ public final class Report {
                     .append(ratio(raw, cpp)).append(" | ").append(ratio(jni, cpp)).append(" | ").append(ratio(api, jni))
                     .append(" |\n");
         }
+    }
 
+    private void seedTable(StringBuilder md) {
         md.append("\n## The seed's Linear layer, L layers of 2048 x 640 x 640 (µs per forward, including the sync)\n\n");
         md.append("| L | variant | Java eager | Java graph | Java eager/graph | native eager | native graph | native eager/graph |\n");
         md.append("|---|---|---|---|---|---|---|---|\n");
@@ -334,7 +368,9 @@ public final class Report {
             seedRow(md, layers, "fused (1 kernel)", "seed_linear/fused_eager/", "seed_linear/fused_graph/");
             seedRow(md, layers, "empty kernels at the seed's shapes", "seed_shape_empty/eager/", "seed_shape_empty/graph/");
         }
+    }
 
+    private void lifecycleTable(StringBuilder md) {
         md.append("\n## Graph lifecycle (µs per operation)\n\n");
         md.append("Native capture with a query per launch is native capture plus the `cudaStreamGetCaptureInfo` the "
                 + "library makes after each captured launch to learn its node: the floor of the library's capture.\n\n");
@@ -352,8 +388,9 @@ public final class Report {
                         .append(" |\n");
             }
         }
+    }
 
-        md.append("\n## Targets\n\n");
+    private void bindingTargets(StringBuilder md) {
         for (String call : new String[] {"cudaLaunchKernel", "cudaGraphLaunch"}) {
             target(md, "Java API/native for `" + call + "` at most 1.02",
                     java.get("binding/" + call + " [api]"), nativeResults.get("binding/" + call), 1.02);
@@ -362,6 +399,9 @@ public final class Report {
             target(md, "Java API at most JNI for `" + call + "`", java.get("binding/" + call + " [api]"),
                     java.get("binding/" + call + " [jni]"), 1.0);
         }
+    }
+
+    private void seedTargets(StringBuilder md) {
         for (int layers : LAYERS) {
             for (String prefix : new String[] {"seed_linear", "seed_shape_empty"}) {
                 Double javaSpeedup = speedup(java, prefix, layers);
