@@ -13,10 +13,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.PriorityQueue;
-import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
@@ -54,7 +52,6 @@ public final class CudaGraph implements AutoCloseable {
     private final Lifetime lifetime;
     private final HeldResources held;
     private final KernelNodes kernelNodes;
-    private final Queue<Lifetime> otherResources = new ConcurrentLinkedQueue<>();
     /** Conditional nodes by node address, and their bodies, which close with this graph. */
     private final Map<Long, ConditionalNode> conditionals = new ConcurrentHashMap<>();
     private final List<CudaGraph> bodies = new CopyOnWriteArrayList<>();
@@ -68,17 +65,14 @@ public final class CudaGraph implements AutoCloseable {
      *
      * @param device the ordinal of the device the nodes run on
      * @param kernelNodes what a capture's kernel nodes launch and use
-     * @param otherUses what its other nodes use, one entry per use
      * @param held one use of each resource per captured node that uses it, already retained, which
      *     this graph releases when closed
      */
-    CudaGraph(MemorySegment handle, int device, KernelNodes kernelNodes, List<Lifetime> otherUses,
-            HeldResources held) {
+    CudaGraph(MemorySegment handle, int device, KernelNodes kernelNodes, HeldResources held) {
         this.handle = handle;
         this.device = device;
         this.held = held;
         this.kernelNodes = kernelNodes;
-        otherResources.addAll(otherUses);
         HeldResources release = held;
         List<CudaGraph> nested = bodies;
         this.body = false;
@@ -106,7 +100,7 @@ public final class CudaGraph implements AutoCloseable {
      * @return the new graph, which the caller closes
      */
     public static CudaGraph create() {
-        return new CudaGraph(Graphs.create(), Devices.current(), KernelNodes.empty(), List.of(), new HeldResources());
+        return new CudaGraph(Graphs.create(), Devices.current(), KernelNodes.empty(), new HeldResources());
     }
 
     /**
@@ -290,8 +284,17 @@ public final class CudaGraph implements AutoCloseable {
         if (body) {
             checkBodyChild(child.handle(), child.toString());
         }
-        return addNode(child.resources().all(),
-                () -> Graphs.addChildGraphNode(handle(), handles(dependencies), child.handle()));
+        Map<Lifetime, Integer> uses = child.useCounts();
+        held.holdCounts(uses);
+        MemorySegment node;
+        try {
+            useDevice();
+            node = Graphs.addChildGraphNode(handle(), handles(dependencies), child.handle());
+        } catch (RuntimeException e) {
+            held.dropCounts(uses);
+            throw e;
+        }
+        return new GraphNode(this, node, null);
     }
 
     /**
@@ -588,14 +591,22 @@ public final class CudaGraph implements AutoCloseable {
         return index;
     }
 
-    /** What the nodes use, for an executable made from this graph to hold. */
-    NodeResources resources() {
-        List<Lifetime> others = new ArrayList<>(otherResources);
+    /**
+     * What the nodes use, its conditional bodies' included, each resource with its number of uses: what
+     * an executable made from this graph, or a graph that nests it, holds. This graph holds exactly
+     * that already, counted, so it is copied in the number of distinct resources, not of nodes.
+     */
+    Map<Lifetime, Integer> useCounts() {
+        Map<Lifetime, Integer> counts = held.counts();
         for (CudaGraph nested : bodies) {
-            // A body's kernel nodes cannot be updated one by one from the executable: one group.
-            others.addAll(nested.resources().all());
+            nested.useCounts().forEach((lifetime, n) -> counts.merge(lifetime, n, Integer::sum));
         }
-        return new NodeResources(kernelNodes.snapshot(), others);
+        return counts;
+    }
+
+    /** What each kernel node launches and uses, as it is now. */
+    KernelNodes kernelNodes() {
+        return kernelNodes.snapshot();
     }
 
     /** Wraps the bodies the runtime made for a conditional node of the graph named {@code owner}. */
@@ -728,9 +739,9 @@ public final class CudaGraph implements AutoCloseable {
         for (InstantiateFlag flag : flags) {
             bits |= flag.value();
         }
-        NodeResources resources = resources();
+        KernelNodes nodes = kernelNodes();
         HeldResources execHolds = new HeldResources();
-        execHolds.hold(resources.all());
+        execHolds.holdCounts(useCounts());
         MemorySegment exec;
         try {
             useDevice();
@@ -741,7 +752,7 @@ public final class CudaGraph implements AutoCloseable {
             execHolds.dropAll();
             throw e;
         }
-        return new GraphExec(exec, execHolds, resources, this);
+        return new GraphExec(exec, execHolds, nodes, this);
     }
 
     private List<GraphSnapshot.Field> fields(GraphNode node) {
@@ -804,7 +815,6 @@ public final class CudaGraph implements AutoCloseable {
             held.drop(uses);
             throw e;
         }
-        otherResources.addAll(uses);
         return new GraphNode(this, node, null);
     }
 

@@ -3,7 +3,6 @@ package org.cudagraph4j.graph;
 import static org.cudagraph4j.graph.RootSecrets.ROOT;
 
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -46,16 +45,16 @@ public final class GraphExec implements AutoCloseable {
     private KernelNodes instantiatedNodes;
     /** What each kernel node uses since {@link #updateKernelNode} replaced it; guarded by {@link #lock}. */
     private final Map<Long, List<Lifetime>> updatedNodeUses = new HashMap<>();
-    /** What the other nodes use, with a repeat for each node that uses a resource. */
-    private List<Lifetime> otherUses;
 
-    /** Takes over {@code held}, which holds {@code resources}, and the native {@code handle}. */
-    GraphExec(MemorySegment handle, HeldResources held, NodeResources resources, CudaGraph template) {
+    /**
+     * Takes over the native {@code handle} and {@code held}, which holds what the template's nodes use,
+     * {@code kernelNodes}' among them.
+     */
+    GraphExec(MemorySegment handle, HeldResources held, KernelNodes kernelNodes, CudaGraph template) {
         this.handle = handle;
         this.template = template;
         this.held = held;
-        instantiatedNodes = resources.kernelNodes();
-        otherUses = resources.others();
+        instantiatedNodes = kernelNodes;
         this.lifetime = new Lifetime(LiveCounters.Kind.GRAPH_EXEC, 0,
                 String.format("GraphExec 0x%016X", handle.address()), () -> free(handle, held, template));
         lifetime.watch(this);
@@ -110,27 +109,28 @@ public final class GraphExec implements AutoCloseable {
      */
     public void update(CudaGraph graph) {
         MemorySegment graphHandle = graph.handle();
-        NodeResources next = graph.resources();
+        Map<Lifetime, Integer> next = graph.useCounts();
         lock.lock();
         try {
             MemorySegment exec = handle();
-            held.hold(next.all());
+            // This holds exactly what its nodes use, so swapping the counts swaps what it keeps alive.
+            Map<Lifetime, Integer> previous = held.counts();
+            held.holdCounts(next);
             try {
                 template.useDevice();
                 Graphs.update(exec, graphHandle, failure -> new GraphUpdateException(
                         ROOT.callFailed(failure.status(), failure.function(), null),
                         UpdateResult.fromValue(failure.result()), graph.nodeOrNull(failure.node())));
             } catch (RuntimeException e) {
-                held.drop(next.all());
+                held.dropCounts(next);
                 throw e;
             }
+            held.dropCounts(previous);
             // The runtime pairs nodes by topology, not by handle, so which template node took which of
-            // graph's parameters is unknown: everything held before is replaced by graph's uses as a
-            // whole, and a later updateKernelNode adds to them rather than replacing a node's share.
-            held.drop(currentUses());
+            // graph's parameters is unknown: a later updateKernelNode adds to what is held rather than
+            // replacing a node's share, until the next update replaces it all.
             instantiatedNodes = null;
             updatedNodeUses.clear();
-            otherUses = next.all();
         } finally {
             lock.unlock();
         }
@@ -230,19 +230,6 @@ public final class GraphExec implements AutoCloseable {
         }
         KernelNodes.Entry instantiated = instantiatedNodes.get(node);
         return instantiated == null ? null : instantiated.uses();
-    }
-
-    private List<Lifetime> currentUses() {
-        List<Lifetime> uses = new ArrayList<>(otherUses);
-        if (instantiatedNodes != null) {
-            instantiatedNodes.forEachUses((node, nodeUses) -> {
-                if (!updatedNodeUses.containsKey(node)) {
-                    uses.addAll(nodeUses);
-                }
-            });
-        }
-        updatedNodeUses.values().forEach(uses::addAll);
-        return uses;
     }
 
     private static void free(MemorySegment handle, HeldResources held, CudaGraph template) {

@@ -1,11 +1,9 @@
 package org.cudagraph4j.graph;
 
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.BiConsumer;
 import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.internal.Lifetime;
@@ -56,21 +54,6 @@ final class KernelNodes {
      */
     KernelNodes snapshot() {
         return new KernelNodes(captured, Map.copyOf(added));
-    }
-
-    /** Calls {@code action} with each node's address and uses. */
-    void forEachUses(BiConsumer<Long, List<Lifetime>> action) {
-        for (CaptureTracker.KernelNode<KernelLaunch> node : captured.nodes) {
-            action.accept(node.node(), node.uses());
-        }
-        added.forEach((node, entry) -> action.accept(node, entry.uses()));
-    }
-
-    /** {@return every node's uses, with a repeat for each node that uses a resource} */
-    List<Lifetime> allUses() {
-        List<Lifetime> all = new ArrayList<>(captured.nodes.size() + added.size());
-        forEachUses((node, uses) -> all.addAll(uses));
-        return all;
     }
 
     /** The captured nodes and, once a node is looked up, their index by address. */

@@ -201,7 +201,7 @@ public final class StreamCapture implements AutoCloseable {
         CudaGraph captured;
         try {
             captured = new CudaGraph(graph, stream.device().ordinal(), KernelNodes.captured(capture.kernelNodes()),
-                    capture.otherResources(), held);
+                    held);
         } catch (RuntimeException e) {
             held.dropAll();
             Graphs.destroy(graph);

@@ -2,10 +2,8 @@ package org.cudagraph4j.internal;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
  * Knows which streams are capturing, so that what a capture records (kernels' libraries, buffers,
@@ -54,7 +52,6 @@ public final class CaptureTracker {
          * sized). The graph indexes the nodes when it is first asked about one.
          */
         private final List<KernelNode<L>> kernelNodes = new ArrayList<>();
-        private final Queue<Lifetime> otherResources = new ConcurrentLinkedQueue<>();
         /** The slots of the streams that record into this capture; guarded by {@code this}. */
         private final List<Slot> slots = new ArrayList<>(2);
         private final Class<L> launchType;
@@ -69,7 +66,6 @@ public final class CaptureTracker {
         /** Keeps {@code lifetimes} alive for a node of the graph that is not a kernel node. */
         public void use(List<Lifetime> lifetimes) {
             held.hold(lifetimes);
-            otherResources.addAll(lifetimes);
         }
 
         /**
@@ -92,11 +88,6 @@ public final class CaptureTracker {
             synchronized (kernelNodes) {
                 return List.copyOf(kernelNodes);
             }
-        }
-
-        /** What the captured nodes that are not kernel nodes use, one entry per use. */
-        public List<Lifetime> otherResources() {
-            return List.copyOf(otherResources);
         }
 
         /**

@@ -5,7 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
@@ -71,6 +73,45 @@ class LifetimeTest {
         HeldResources held = new HeldResources();
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> held.hold(List.of(lifetime, freed)));
         assertEquals("freed resource is closed", e.getMessage());
+        lifetime.close();
+        assertEquals(1, frees.get(), "the partial hold was rolled back");
+    }
+
+    @Test
+    void countedUsesMoveBetweenHoldersAsTheirUseCountsAndReleaseWithTheLast() {
+        AtomicInteger otherFrees = new AtomicInteger();
+        Lifetime other = new Lifetime(LiveCounters.Kind.EVENT, 0, "other resource", otherFrees::incrementAndGet);
+        HeldResources graph = new HeldResources();
+        graph.hold(Collections.nCopies(1000, lifetime));
+        graph.hold(List.of(other, other));
+        assertEquals(Map.of(lifetime, 1000, other, 2), graph.counts());
+
+        HeldResources executable = new HeldResources();
+        executable.holdCounts(graph.counts());
+        graph.dropAll();
+        lifetime.close();
+        other.close();
+        assertEquals(0, frees.get() + otherFrees.get(), "the executable holds both");
+        executable.dropCounts(Map.of(other, 2));
+        assertEquals(1, otherFrees.get(), "its last use dropped");
+        executable.dropCounts(Map.of(lifetime, 999));
+        assertEquals(0, frees.get(), "one use is left");
+        assertThrows(IllegalStateException.class, () -> executable.dropCounts(Map.of(lifetime, 2)),
+                "more uses than are held");
+        executable.dropCounts(Map.of(lifetime, 1));
+        assertEquals(1, frees.get());
+    }
+
+    @Test
+    void holdingCountsIsAllOrNothing() {
+        Lifetime freed = new Lifetime(LiveCounters.Kind.EVENT, 0, "freed resource", () -> {});
+        freed.close();
+        Map<Lifetime, Integer> counts = new LinkedHashMap<>();
+        counts.put(lifetime, 3);
+        counts.put(freed, 1);
+        HeldResources held = new HeldResources();
+        assertThrows(IllegalStateException.class, () -> held.holdCounts(counts));
+        assertEquals(Map.of(), held.counts());
         lifetime.close();
         assertEquals(1, frees.get(), "the partial hold was rolled back");
     }
