@@ -4,6 +4,8 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -12,15 +14,17 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.zip.GZIPInputStream;
 
 /**
  * Turns one run's JMH JSON and native JSON into {@code results.md} (medians side by side, with
  * the ratios graph/eager, Java/native and Java/JNI, and the targets met or missed) and
  * {@code chart.svg} ({@link ResultsChart}, where this runtime has {@code java.desktop}: see {@link Charts}).
  *
- * <p>Usage: {@code Report jmh.json native.json outputDir}. Either file may be absent (no nvcc, or a run
- * of some parts only); its columns then read n/a. Where {@code outputDir} holds the MLP logs
- * ({@code mlp-native.log}, {@code mlp-torch.log}, {@code mlp-cublaslt.log}), their comparison is added
+ * <p>Usage: {@code Report jmh.json native.json outputDir}; either file may be gzipped ({@code .gz}) or
+ * absent (no nvcc, or a run of some parts only), and only the tables with results are written. Where
+ * {@code outputDir} holds the MLP logs ({@code mlp-native.log}, {@code mlp-torch.log},
+ * {@code mlp-cublaslt.log}), their comparison is added
  * ({@link MlpResults}).
  */
 public final class Report {
@@ -48,11 +52,11 @@ public final class Report {
         Report report = new Report();
         Path jmhFile = Path.of(args[0]);
         if (Files.exists(jmhFile)) {
-            report.readJmh(Files.readString(jmhFile));
+            report.readJmh(text(jmhFile));
         }
         Path nativeFile = Path.of(args[1]);
         if (Files.exists(nativeFile)) {
-            report.readNative(Files.readString(nativeFile));
+            report.readNative(text(nativeFile));
         }
         Path out = Path.of(args[2]);
         for (String log : new String[] {"mlp-native.log", "mlp-torch.log", "mlp-cublaslt.log"}) {
@@ -76,6 +80,16 @@ public final class Report {
                     folder.relativize(nativeFile.toAbsolutePath()).toString(), ".");
         }
         System.out.print(report.markdown());
+    }
+
+    /** A file's text; gunzipped where its name ends in {@code .gz}, as committed runs keep JMH's JSON. */
+    static String text(Path file) throws IOException {
+        if (!file.getFileName().toString().endsWith(".gz")) {
+            return Files.readString(file);
+        }
+        try (InputStream in = new GZIPInputStream(Files.newInputStream(file))) {
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        }
     }
 
     /** JMH's JSON result format: an array of runs, each with its parameters and primary metric. */

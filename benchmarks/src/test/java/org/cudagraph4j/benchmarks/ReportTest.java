@@ -121,7 +121,7 @@ class ReportTest {
     @Test
     void theLaunchPanelsDrawEachSeriesOnALogScaleAndSlantTheCallNamesSoThatTheyDoNotOverlap() throws Exception {
         Report report = new Report();
-        report.readJmh(Files.readString(FIRST_RUN.resolve("jmh.json")));
+        report.readJmh(Report.text(FIRST_RUN.resolve("jmh.json.gz")));
         report.readNative(Files.readString(FIRST_RUN.resolve("native.json")));
         List<Report.BarPanel> panels = report.chartRows().get(0).panels();
         assumeTrue(Charts.drawable(), "drawing needs java.desktop");
