@@ -30,24 +30,38 @@ public final class Devices {
     /** Per-thread out-parameter of the {@code cudaGetDevice} that {@link #use} asks first. */
     private static final ThreadLocal<MemorySegment> CURRENT = ThreadLocal.withInitial(
             () -> Arena.ofAuto().allocate(JAVA_INT));
+    /** The devices the runtime enumerated, which it does once per process; 0 until asked. */
+    private static volatile int visibleDevices;
 
     /**
-     * Makes {@code ordinal} current on the calling OS thread. Asks first, and sets only if another
-     * device is current: every call on a stream or graph of a device makes it current, and
-     * {@code cudaSetDevice} of the device already current took 45% of a single-node update's Java
-     * samples on the H200 (JFR: the downcall with one int argument), where {@code cudaGetDevice}
-     * only reads the thread's state. A thread of another
-     * library that changes the device behind this one's back is still seen: the runtime is asked.
+     * Makes {@code ordinal} current on the calling OS thread. Every call on a stream or graph of a
+     * device makes it current, and {@code cudaSetDevice} of the device already current took 45% of
+     * a single-node update's Java samples on the H200 (JFR: the downcall with one int argument). So
+     * with one device, which is then always current, this does nothing; with several it asks
+     * {@code cudaGetDevice}, which only reads the thread's state, and sets only if another device is
+     * current, which also catches a library that changed the device behind this one's back.
      *
      * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DEVICE.html">cudaSetDevice</a>
      */
     public static void use(int ordinal) {
         CudartLoader.ensureLoaded();
+        if (ordinal == 0 && visibleDevices() == 1) {
+            return;
+        }
         MemorySegment current = CURRENT.get();
         if (cudaGetDevice(current) == Status.SUCCESS && current.get(JAVA_INT, 0) == ordinal) {
             return;
         }
         Status.check(cudaSetDevice(ordinal), "cudaSetDevice", "device " + ordinal);
+    }
+
+    private static int visibleDevices() {
+        int devices = visibleDevices;
+        if (devices == 0) {
+            devices = count(); // throws without a device, and then asks again next time
+            visibleDevices = devices;
+        }
+        return devices;
     }
 
     /**
