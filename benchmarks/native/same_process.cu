@@ -34,6 +34,16 @@ int64_t now_ns() {
 
 // Each call returns a cudaError_t, or the elapsed nanoseconds: negative values are errors.
 int64_t fail(cudaError_t status) { return -int64_t(status); }
+
+// Captures `n` launches of the empty kernel on g_stream into `graph`.
+cudaError_t capture_chain(int n, cudaGraph_t* graph) {
+    cudaError_t status = cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeGlobal);
+    if (status != cudaSuccess) return status;
+    for (int i = 0; i < n; ++i) {
+        cudaLaunchKernel(g_empty, dim3(1), dim3(1), nullptr, 0, g_stream);
+    }
+    return cudaStreamEndCapture(g_stream, graph);
+}
 }  // namespace
 
 // Loads the empty kernel from `image` (`bytes` long) and makes a non-blocking stream.
@@ -69,12 +79,7 @@ extern "C" int64_t cg4j_same_process_graph(int n, int iterations) {
     if (g_exec_nodes != n) {
         if (g_exec_nodes >= 0) cudaGraphExecDestroy(g_exec);
         cudaGraph_t graph;
-        cudaError_t status = cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeGlobal);
-        if (status != cudaSuccess) return fail(status);
-        for (int i = 0; i < n; ++i) {
-            cudaLaunchKernel(g_empty, dim3(1), dim3(1), nullptr, 0, g_stream);
-        }
-        status = cudaStreamEndCapture(g_stream, &graph);
+        cudaError_t status = capture_chain(n, &graph);
         if (status != cudaSuccess) return fail(status);
         status = cudaGraphInstantiate(&g_exec, graph, 0);
         cudaGraphDestroy(graph);
@@ -134,12 +139,7 @@ extern "C" int64_t cg4j_same_process_update_node(int n, int iterations) {
             cudaGraphDestroy(g_update_graph);
             g_update_nodes = -1;
         }
-        cudaError_t status = cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeGlobal);
-        if (status != cudaSuccess) return fail(status);
-        for (int i = 0; i < n; ++i) {
-            cudaLaunchKernel(g_empty, dim3(1), dim3(1), nullptr, 0, g_stream);
-        }
-        status = cudaStreamEndCapture(g_stream, &g_update_graph);
+        cudaError_t status = capture_chain(n, &g_update_graph);
         if (status != cudaSuccess) return fail(status);
         std::vector<cudaGraphNode_t> nodes(n);
         size_t count = n;
