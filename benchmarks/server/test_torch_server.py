@@ -9,10 +9,14 @@ With CG4J_JAVA_FIXTURE=DIR (a model.safetensors written by the Java MlpWeights, 
 with input rows and the Java CPU forward's output), the reader is also checked on the Java file.
 """
 import asyncio
+import contextlib
+import io
 import json
 import math
 import os
+import signal
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -22,6 +26,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_server as ts  # noqa: E402
+
+
+_UNSET = object()
 
 
 def have(module):
@@ -199,6 +206,90 @@ class ProtocolTest(unittest.TestCase):
         nan = np.full(8, np.nan, dtype="<f4").tobytes()
         self.assertEqual(self.refused(head + nan, str(len(head))), 'input "input" holds a value that is not finite')
 
+    def test_outputs_must_be_a_list_of_the_models_output(self):
+        cases = [
+            ({"output": {}}, '"outputs" must be a list of output tensors, got {"output":{}}'),
+            ("output", '"outputs" must be a list of output tensors, got "output"'),
+            (1, '"outputs" must be a list of output tensors, got 1'),
+            (False, '"outputs" must be a list of output tensors, got false'),
+            ([1], 'each entry of "outputs" must be an object, got 1'),
+            (["output"], 'each entry of "outputs" must be an object, got "output"'),
+            ([["output"]], 'each entry of "outputs" must be an object, got ["output"]'),
+            ([None], 'each entry of "outputs" must be an object, got null'),
+            ([{"name": "x"}], 'unknown output "x"; the model\'s output is "output"'),
+            ([{"name": "output"}, {"name": "y"}], 'unknown output "y"; the model\'s output is "output"'),
+            ([{}], 'unknown output (no name); the model\'s output is "output"'),
+            ([{"name": None}], 'unknown output (no name); the model\'s output is "output"'),
+            ([{"name": 5}], 'unknown output (no name); the model\'s output is "output"'),
+            ([{"parameters": {"binary_data": True}}], 'unknown output (no name); the model\'s output is "output"'),
+        ]
+        for outputs, message in cases:
+            with self.subTest(outputs=outputs):
+                self.assertEqual(self.refused(dict(self.request(data=[0] * 8), outputs=outputs)), message)
+        for outputs in (None, [], [{"name": "output"}], [{"name": "output", "parameters": None}]):
+            with self.subTest(outputs=outputs):
+                self.assertFalse(self.parse(dict(self.request(data=[0] * 8), outputs=outputs)).binary_output)
+
+    def test_the_outputs_binary_data_decides_over_binary_data_output(self):
+        def binary(request_level, output_parameters):
+            body = self.request(data=[0] * 8)
+            if request_level is not _UNSET:
+                body["parameters"] = {"binary_data_output": request_level}
+            if output_parameters is not _UNSET:
+                body["outputs"] = [{"name": "output", "parameters": output_parameters}]
+            return self.parse(body).binary_output
+
+        self.assertFalse(binary(_UNSET, _UNSET))                          # the default: JSON
+        self.assertTrue(binary(True, _UNSET))
+        self.assertFalse(binary(False, _UNSET))
+        self.assertTrue(binary(False, {"binary_data": True}))             # the output's own setting decides
+        self.assertFalse(binary(True, {"binary_data": False}))
+        self.assertTrue(binary(_UNSET, {"binary_data": True}))
+        self.assertFalse(binary(_UNSET, {"binary_data": False}))
+        self.assertTrue(binary(True, {"binary_data": None}))              # null: as if not given
+        self.assertTrue(binary(True, {}))
+        self.assertTrue(binary(True, None))
+        self.assertFalse(binary(False, {"binary_data": None}))
+        self.assertTrue(binary(False, {"binary_data": "true"}))           # Jackson's asBoolean leniency
+        self.assertTrue(binary(False, {"binary_data": 1}))
+        self.assertFalse(binary(True, {"binary_data": "yes"}))
+        self.assertFalse(binary(True, {"binary_data": 0}))
+        self.assertTrue(binary("true", _UNSET))
+        self.assertTrue(binary(2, _UNSET))
+
+    def test_rows_and_values_over_the_limits_are_refused_before_the_data_is_read(self):
+        self.assertEqual(self.refused(self.request(shape=[5000, 4])),
+                         'input "input" has 5000 rows, over the limit of 4096 rows per request (--max-rows)')
+        self.assertEqual(self.parse(self.request(shape=[4096, 4], data=[0] * 4 * 4096)).rows, 4096)
+        wide = ts.Protocol("mlp", 512, 3)
+        body = json.dumps({"inputs": [{"name": "input", "datatype": "FP32", "shape": [4194305, 512]}]}).encode()
+        with self.assertRaises(ts.ProtocolError) as caught:
+            wide.parse(body, None)
+        self.assertEqual(caught.exception.message, 'input "input" has 4194305 rows, over the limit of 4096 rows per '
+                                                   'request (--max-rows)')
+        many_rows = ts.Protocol("mlp", 512, 3, max_rows=1 << 30)
+        with self.assertRaises(ts.ProtocolError) as caught:  # no data at all: refused on the shape alone
+            many_rows.parse(body, None)
+        self.assertEqual(caught.exception.message, 'input "input" of shape [4194305,512] holds 2147484160 values, '
+                                                   'over the limit of 4194304 per request (--max-elements)')
+        small = ts.Protocol("mlp", 4, 3, max_rows=8, max_elements=16)
+        with self.assertRaises(ts.ProtocolError) as caught:
+            small.parse(json.dumps(self.request(shape=[9, 4], data=[0] * 36)).encode(), None)
+        self.assertEqual((caught.exception.status, caught.exception.message),
+                         (400, 'input "input" has 9 rows, over the limit of 8 rows per request (--max-rows)'))
+        with self.assertRaises(ts.ProtocolError) as caught:
+            small.parse(json.dumps(self.request(shape=[5, 4], data=[0] * 20)).encode(), None)
+        self.assertEqual(caught.exception.message, 'input "input" of shape [5,4] holds 20 values, over the limit of '
+                                                   '16 per request (--max-elements)')
+        self.assertEqual(small.parse(json.dumps(self.request(shape=[4, 4], data=[0] * 16)).encode(), None).rows, 4)
+        head = json.dumps(self.request(shape=[5, 4], parameters={"binary_data_size": 80})).encode()
+        with self.assertRaises(ts.ProtocolError) as caught:  # binary data too
+            small.parse(head + bytes(80), str(len(head)))
+        self.assertIn("over the limit of 16 per request (--max-elements)", caught.exception.message)
+        # the limits come right after the shape check, before the framing and the data checks
+        self.assertIn("--max-rows", self.refused(self.request(shape=[5000, 4], parameters={"binary_data_size": 1})))
+        self.assertIn("--max-rows", self.refused(self.request(shape=[5000, 4], data=["a"])))
+
     def test_json_response_reads_back_the_same_float32_values(self):
         parsed = self.parse(self.request(data=[0] * 8))
         parsed.id = "r9"
@@ -240,7 +331,44 @@ class ProtocolTest(unittest.TestCase):
         np.testing.assert_array_equal(back, values)
         self.assertEqual(ts.format_floats(np.zeros(0, dtype=np.float32)), "")
         self.assertEqual(json.loads("[" + ts.format_floats(np.array([np.inf, 1], dtype=np.float32)) + "]"),
-                         [math.inf, 1.0])
+                         ["Infinity", 1.0])
+
+    def test_non_finite_outputs_are_written_as_jacksons_strings_never_as_bare_tokens(self):
+        values = np.array([np.nan, np.inf, -np.inf, 1.5, -0.0, 3.4028235e38], dtype=np.float32)
+        self.assertEqual(ts.format_floats(values), '"NaN","Infinity","-Infinity",1.5,-0,3.40282347e+38')
+        self.assertEqual(ts.format_floats(values[3:]), "1.5,-0,3.40282347e+38")  # the all-finite path
+        parsed = self.parse(self.request(data=[0] * 8))
+        body, binary = self.protocol.response(parsed, values.reshape(2, 3))
+        self.assertEqual(binary, b"")
+        answer = json.loads(body, parse_constant=ts._refuse_constant)  # strict JSON: no NaN or Infinity tokens
+        data = answer["outputs"][0]["data"]
+        self.assertEqual(data[:3], ["NaN", "Infinity", "-Infinity"])
+        np.testing.assert_array_equal(np.array(data[3:], dtype=np.float32), values[3:])
+        parsed.binary_output = True
+        body, binary = self.protocol.response(parsed, values.reshape(2, 3))  # binary keeps the float32 bits
+        np.testing.assert_array_equal(np.frombuffer(binary, dtype="<f4"), values)
+
+
+class CommandLineTest(unittest.TestCase):
+    def main(self, *argv):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as caught:
+            ts.main(list(argv))
+        return caught.exception.code, out.getvalue(), err.getvalue()
+
+    def test_help_lists_the_limits_and_an_unknown_or_bad_option_exits_2(self):
+        code, out, _ = self.main("--help")
+        self.assertEqual(code, 0)
+        for option in ("--max-body-bytes", "--max-rows", "--max-elements", "--shutdown-timeout-s"):
+            self.assertIn(option, out)
+        code, _, err = self.main("--model", "m.safetensors", "--no-such-option")
+        self.assertEqual(code, 2)
+        self.assertIn("unrecognized arguments: --no-such-option", err)
+        self.assertEqual(self.main("--max-rows", "8")[0], 2)  # --model is required
+        for bad in (("--max-rows", "0"), ("--max-elements", "0"), ("--max-body-bytes", "0"),
+                    ("--shutdown-timeout-s", "-1"), ("--max-rows", "many")):
+            with self.subTest(bad=bad):
+                self.assertEqual(self.main("--model", "m.safetensors", *bad)[0], 2)
 
 
 class SafeTensorsTest(unittest.TestCase):
@@ -582,7 +710,7 @@ class HttpTest(unittest.TestCase):
                 self.assertTrue(json.loads(body)["error"].startswith("malformed JSON"))
                 code, body, _ = await status("POST", "/v2/models/mlp/infer", data=b" " * 5000)
                 self.assertEqual((code, json.loads(body)["error"]),
-                                 (400, "the request body of 5000 bytes is over the limit of 4096"))
+                                 (413, "the request body of 5000 bytes is over the limit of 4096"))
 
                 async def chunks():
                     for _ in range(5):
@@ -590,7 +718,7 @@ class HttpTest(unittest.TestCase):
 
                 code, body, _ = await status("POST", "/v2/models/mlp/infer", data=chunks())
                 self.assertEqual((code, json.loads(body)["error"]),
-                                 (400, "the request body is over the limit of 4096 bytes"))
+                                 (413, "the request body is over the limit of 4096 bytes"))
 
                 batcher.unhealthy = RuntimeError("CUDA error")
                 self.assertEqual((await status("GET", "/v2/health/ready"))[:2], (503, b'{"ready":false}'))
@@ -622,6 +750,220 @@ class HttpTest(unittest.TestCase):
             await batcher.stop()
 
         asyncio.run(asyncio.wait_for(scenario(), 30))
+
+    ONE = json.dumps({"inputs": [{"name": "input", "datatype": "FP32", "shape": [1, 4], "data": [1, 2, 3, 4]}]})
+
+    def serve(self, scenario, **protocol_options):
+        """Runs scenario(client, server, batcher) against a server of "mlp" [n, 4] -> [n, 4] on a numpy model."""
+        from aiohttp.test_utils import TestClient, TestServer
+        layers = random_layers(4, 2, seed=5)
+        ladder = ts.Ladder([1, 2, 4, 8])
+
+        async def run():
+            model = NumpyModel(layers, ladder.largest)
+            batcher = ts.Batcher(ladder, 4, ts.BatchRunner(ladder, model.stage_in, model.step), queue_capacity=64)
+            server = ts.Server("mlp", ts.Protocol("mlp", 4, 4, **protocol_options), batcher, max_body_bytes=4096)
+            batcher.start()
+            try:
+                async with TestClient(TestServer(server.app())) as client:
+                    await scenario(client, server, batcher)
+            finally:
+                await batcher.stop()
+
+        asyncio.run(asyncio.wait_for(run(), 30))
+
+    @staticmethod
+    async def call(client, method, path, **kw):
+        response = await client.request(method, path, **kw)
+        return response.status, await response.read(), response.headers
+
+    def test_server_metadata_versions_and_json_404_405_and_500(self):
+        call = self.call
+
+        async def scenario(client, server, batcher):
+            code, body, headers = await call(client, "GET", "/v2")
+            self.assertEqual((code, headers["Content-Type"]), (200, "application/json"))
+            self.assertEqual(json.loads(body), {"name": "torch_server", "version": ts._torch_version(),
+                                                "extensions": ["binary_tensor_data"]})
+            self.assertEqual(body, ts._compact(json.loads(body)).encode())
+            self.assertIsInstance(json.loads(body)["version"], str)
+            for model in ("/v2/models/mlp", "/v2/models/mlp/versions/1"):
+                self.assertEqual((await call(client, "GET", model))[:2], (200, server.protocol.metadata()))
+                self.assertEqual((await call(client, "GET", model + "/ready"))[:2],
+                                 (200, b'{"name":"mlp","ready":true}'))
+                code, body, _ = await call(client, "POST", model + "/infer", data=self.ONE)
+                self.assertEqual(code, 200, body)
+                self.assertEqual(json.loads(body)["outputs"][0]["shape"], [1, 4])
+            no_version = {"error": 'model "mlp" has no version "2"; its only version is "1"'}
+            for method, path in (("GET", ""), ("GET", "/ready"), ("POST", "/infer")):
+                code, body, _ = await call(client, method, "/v2/models/mlp/versions/2" + path, data=self.ONE)
+                self.assertEqual((code, json.loads(body)), (404, no_version), path)
+            code, body, _ = await call(client, "GET", "/v2/models/resnet/versions/1/ready")
+            self.assertEqual((code, json.loads(body)), (404, {"error": 'unknown model "resnet"; this server serves '
+                                                                       '"mlp"'}))
+
+            for method, path in (("GET", "/v2/foo"), ("GET", "/v2/"), ("GET", "/v2/models"), ("GET", "/"),
+                                 ("POST", "/v2/models/mlp/foo"), ("GET", "/v2/models/mlp/versions"),
+                                 ("DELETE", "/v2/models/mlp/versions/1/infer/x")):
+                code, body, headers = await call(client, method, path)
+                self.assertEqual((code, json.loads(body)), (404, {"error": f"no such endpoint: {method} {path}"}))
+                self.assertEqual(headers["Content-Type"], "application/json")
+            code, body, _ = await call(client, "GET", "/v2/foo?x=1")
+            self.assertEqual((code, json.loads(body)), (404, {"error": "no such endpoint: GET /v2/foo"}))
+
+            for method, path, allowed in (("POST", "/v2/health/live", "GET"), ("POST", "/v2/health/ready", "GET"),
+                                          ("POST", "/v2", "GET"), ("PUT", "/v2/models/mlp", "GET"),
+                                          ("DELETE", "/v2/models/mlp/versions/1/ready", "GET"),
+                                          ("GET", "/v2/models/mlp/infer", "POST"),
+                                          ("GET", "/v2/models/mlp/versions/1/infer", "POST"),
+                                          ("PUT", "/v2/models/mlp/infer", "POST")):
+                code, body, headers = await call(client, method, path)
+                self.assertEqual((code, json.loads(body)),
+                                 (405, {"error": f"{method} is not allowed on {path}; it takes {allowed}"}))
+                self.assertEqual((headers["Allow"], headers["Content-Type"]), (allowed, "application/json"))
+            self.assertEqual((await call(client, "HEAD", "/v2/health/live"))[0], 200)  # HEAD is taken as GET
+            code, _, headers = await call(client, "HEAD", "/v2/models/mlp/infer")
+            self.assertEqual((code, headers["Allow"]), (405, "POST"))
+
+            def broken():
+                raise ZeroDivisionError("division by zero")
+
+            server.protocol.metadata = broken  # a handler's bug: still a JSON answer
+            code, body, headers = await call(client, "GET", "/v2/models/mlp")
+            self.assertEqual((code, json.loads(body)), (500, {"error": "ZeroDivisionError: division by zero"}))
+            self.assertEqual(headers["Content-Type"], "application/json")
+
+        self.serve(scenario)
+
+    def test_limits_outputs_and_the_outputs_own_binary_data_over_http(self):
+        call = self.call
+
+        async def scenario(client, server, batcher):
+            def body(rows, **extra):
+                return json.dumps(dict({"inputs": [{"name": "input", "datatype": "FP32", "shape": [rows, 4],
+                                                    "data": [0.5] * rows * 4}]}, **extra))
+
+            code, answer, _ = await call(client, "POST", "/v2/models/mlp/infer", data=body(9))
+            self.assertEqual((code, json.loads(answer)), (400, {"error": 'input "input" has 9 rows, over the limit of 8 '
+                                                                         'rows per request (--max-rows)'}))
+            code, answer, _ = await call(client, "POST", "/v2/models/mlp/infer", data=body(7))
+            self.assertEqual((code, json.loads(answer)),
+                             (400, {"error": 'input "input" of shape [7,4] holds 28 values, over the limit of 24 per '
+                                             'request (--max-elements)'}))
+            code, answer, _ = await call(client, "POST", "/v2/models/mlp/infer", data=body(6))
+            self.assertEqual(code, 200, answer)
+            code, answer, _ = await call(client, "POST", "/v2/models/mlp/infer", data=body(1, outputs={"output": {}}))
+            self.assertEqual((code, json.loads(answer)),
+                             (400, {"error": '"outputs" must be a list of output tensors, got {"output":{}}'}))
+            code, answer, _ = await call(client, "POST", "/v2/models/mlp/infer",
+                                         data=body(1, outputs=[{"name": "y"}]))
+            self.assertEqual((code, json.loads(answer)),
+                             (400, {"error": 'unknown output "y"; the model\'s output is "output"'}))
+            code, answer, headers = await call(
+                client, "POST", "/v2/models/mlp/infer",
+                data=body(2, parameters={"binary_data_output": True},
+                          outputs=[{"name": "output", "parameters": {"binary_data": False}}]))
+            self.assertEqual((code, headers["Content-Type"]), (200, "application/json"))
+            self.assertEqual(len(json.loads(answer)["outputs"][0]["data"]), 8)
+            code, answer, headers = await call(
+                client, "POST", "/v2/models/mlp/infer",
+                data=body(2, parameters={"binary_data_output": False},
+                          outputs=[{"name": "output", "parameters": {"binary_data": True}}]))
+            self.assertEqual((code, headers["Content-Type"]), (200, "application/octet-stream"))
+            self.assertEqual(len(answer) - int(headers[ts.HEADER_LENGTH]), 32)
+
+        self.serve(scenario, max_rows=8, max_elements=24)
+
+    def test_shutting_down_refuses_new_requests_and_lets_those_in_flight_finish(self):
+        call = self.call
+
+        async def scenario(client, server, batcher):
+            for _ in range(batcher.lanes):  # the batcher is held on its lanes: a request stays in flight
+                await batcher._lane_free.acquire()
+            in_flight = asyncio.ensure_future(call(client, "POST", "/v2/models/mlp/infer", data=self.ONE))
+            while not server.in_flight:
+                await asyncio.sleep(0.005)
+            drained = asyncio.ensure_future(server.drain(20))
+            await asyncio.sleep(0.05)
+            self.assertFalse(drained.done())
+            self.assertFalse(in_flight.done())
+            self.assertEqual((await call(client, "GET", "/v2/health/ready"))[:2], (503, b'{"ready":false}'))
+            self.assertEqual((await call(client, "GET", "/v2/models/mlp/ready"))[:2],
+                             (503, b'{"name":"mlp","ready":false}'))
+            self.assertEqual((await call(client, "GET", "/v2/health/live"))[:2], (200, b'{"live":true}'))
+            code, body, _ = await call(client, "POST", "/v2/models/mlp/infer", data=self.ONE)
+            self.assertEqual((code, json.loads(body)), (503, {"error": "the server is shutting down"}))
+            for _ in range(batcher.lanes):
+                batcher._lane_free.release()
+            code, body, _ = await in_flight
+            self.assertEqual(code, 200, body)
+            self.assertEqual(json.loads(body)["outputs"][0]["shape"], [1, 4])
+            self.assertEqual(await drained, 0)
+            self.assertEqual(server.in_flight, set())
+
+        self.serve(scenario)
+
+    def test_a_request_still_in_flight_at_the_shutdown_timeout_is_cut_off(self):
+        import aiohttp
+        call = self.call
+
+        async def scenario(client, server, batcher):
+            for _ in range(batcher.lanes):
+                await batcher._lane_free.acquire()
+            in_flight = asyncio.ensure_future(call(client, "POST", "/v2/models/mlp/infer", data=self.ONE))
+            while not server.in_flight:
+                await asyncio.sleep(0.005)
+            self.assertEqual(await server.drain(0.05), 1)
+            with self.assertRaises(aiohttp.ClientError):
+                await in_flight
+            self.assertEqual(server.in_flight, set())
+            for _ in range(batcher.lanes):
+                batcher._lane_free.release()
+
+        self.serve(scenario)
+
+
+@unittest.skipUnless(have("torch") and have("aiohttp"), "torch or aiohttp is not installed")
+class ProcessTest(unittest.TestCase):
+    def test_the_server_answers_and_a_sigterm_stops_it_with_exit_0(self):
+        import tempfile
+        import urllib.error
+        import urllib.request
+        layers = random_layers(4, 2, seed=5)
+        tensors = {"0.weight": layers[0][0], "0.bias": layers[0][1], "2.weight": layers[1][0], "2.bias": layers[1][1]}
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "m.safetensors")
+            with open(path, "wb") as f:
+                f.write(encode_safetensors(tensors))
+            script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_server.py")
+            process = subprocess.Popen([sys.executable, script, "--model", path, "--device", "cpu", "--port", "0",
+                                        "--largest-bucket", "8", "--shutdown-timeout-s", "5"],
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                line = process.stdout.readline()
+                self.assertTrue(line.startswith("serving mlp on http://127.0.0.1:"), line)
+                url = line.split()[3]
+
+                def get(route, data=None):
+                    try:
+                        with urllib.request.urlopen(urllib.request.Request(url + route, data=data), timeout=10) as r:
+                            return r.status, r.read()
+                    except urllib.error.HTTPError as e:
+                        return e.code, e.read()
+
+                self.assertEqual(get("/v2/health/ready"), (200, b'{"ready":true}'))
+                self.assertEqual(json.loads(get("/v2")[1])["version"], ts._torch_version())
+                code, body = get("/v2/models/mlp/infer", HttpTest.ONE.encode())
+                self.assertEqual(code, 200, body)
+                self.assertEqual(get("/v2/nothing"), (404, b'{"error":"no such endpoint: GET /v2/nothing"}'))
+                process.send_signal(signal.SIGTERM)
+                out, err = process.communicate(timeout=30)
+                self.assertEqual(process.returncode, 0, err)
+                self.assertIn("stopped: ", out)
+            finally:
+                if process.poll() is None:
+                    process.kill()
+                    process.communicate()
 
 
 @unittest.skipUnless(have("torch"), "torch is not installed")

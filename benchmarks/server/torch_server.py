@@ -4,13 +4,17 @@
 It serves a Sequential(Linear, ReLU, ...) MLP from a .safetensors file over the HTTP/REST side of
 the Open Inference Protocol (KServe v2), on aiohttp with uvloop:
 
-    GET  /v2/health/live, /v2/health/ready, /v2/models/{name}, /v2/models/{name}/ready
+    GET  /v2, /v2/health/live, /v2/health/ready, /v2/models/{name}, /v2/models/{name}/ready
     POST /v2/models/{name}/infer   JSON FP32 tensors [n, width], or the binary tensor data
                                    extension (Inference-Header-Content-Length)
 
-Errors are the Java server's, message for message: 400 {"error": ...} for anything malformed (it
-never reaches the GPU), 404 for an unknown model, 503 when not ready, when the queue is full or
-when no answer comes in time.
+and the same model paths under /v2/models/{name}/versions/1. Every answer is JSON. Errors are the
+Java server's, message for message: 400 {"error": ...} for anything malformed (it never reaches the
+GPU) or over --max-rows / --max-elements, 413 for a body over --max-body-bytes, 404 for an unknown
+model, version or path, 405 (with Allow) for a path's wrong method, 503 when not ready, when the
+queue is full, when no answer comes in time, or while shutting down. A non-finite output value is
+written as the string "NaN", "Infinity" or "-Infinity", as Jackson writes it. On SIGTERM or SIGINT
+the server stops taking requests (503) and gives those in flight up to --shutdown-timeout-s.
 
 Batching is the engine's (org.cudagraph4j.serving, ServingOptions.defaults()): requests go into a
 bounded queue (4096 pieces; a request above the largest bucket is chunked into pieces of at most
@@ -25,8 +29,8 @@ TF32 off. Each request gets exactly its own rows back: pad rows are computed and
 switch interval is 0.5 ms rather than 5, so the GPU thread is not held up for long by a busy loop.
 
     python3 torch_server.py --model mlp.safetensors [--name mlp] [--port 8001] [--host 127.0.0.1]
-        [--max-wait-us 200] [--queue-capacity 4096] [--max-body-bytes 8388608] [--device cuda|cpu]
-        [--gil-switch-ms 0.5]
+        [--max-wait-us 200] [--queue-capacity 4096] [--max-body-bytes 8388608] [--max-rows 4096]
+        [--max-elements 4194304] [--shutdown-timeout-s 10] [--device cuda|cpu] [--gil-switch-ms 0.5]
 
 --device cpu runs the same server with the model eager on the CPU (no graphs): for tests on
 machines without a GPU. When it is ready it prints one line, "serving NAME on http://HOST:PORT (...)".
@@ -55,6 +59,10 @@ HEADER_LENGTH = "Inference-Header-Content-Length"
 MAX_HEADER_BYTES = 100 << 20
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 ANSWER_TIMEOUT_S = 30.0  # the engine's requestTimeout
+MAX_ROWS = 4096  # rows per request (--max-rows)
+MAX_ELEMENTS = 4 << 20  # input values per request (--max-elements)
+MAX_BODY_BYTES = 8 << 20  # --max-body-bytes
+SHUTDOWN_TIMEOUT_S = 10.0  # how long a SIGTERM waits for the requests in flight (--shutdown-timeout-s)
 _INTEGER = re.compile(r"[+-]?[0-9]+")  # what Java's Integer.parseInt takes
 _MISSING = object()
 
@@ -218,11 +226,14 @@ class Request:
 class Protocol:
     """The Open Inference Protocol for one FP32 model: input "input" [n, in], output "output" [n, out]."""
 
-    def __init__(self, model_name, input_width, output_width, platform="pytorch"):
+    def __init__(self, model_name, input_width, output_width, platform="pytorch", max_rows=MAX_ROWS,
+                 max_elements=MAX_ELEMENTS):
         self.model_name = model_name
         self.input_width = input_width
         self.output_width = output_width
         self.platform = platform
+        self.max_rows = max_rows            # rows per request (--max-rows)
+        self.max_elements = max_elements    # input values per request, rows * width (--max-elements)
 
     def metadata(self):
         def tensor(name, width):
@@ -270,7 +281,13 @@ class Protocol:
         rows = shape[0]
         if rows < 1 or shape[1] != width:
             raise bad_request(f'input "{INPUT}" needs shape [n, {width}] with n >= 1, got {_compact(shape)}')
-        elements = rows * width
+        if rows > self.max_rows:
+            raise bad_request(f'input "{INPUT}" has {rows} rows, over the limit of {self.max_rows} rows per request '
+                              '(--max-rows)')
+        elements = rows * width  # a Python int: no overflow; refused here before anything is allocated
+        if elements > self.max_elements:
+            raise bad_request(f'input "{INPUT}" of shape {_compact(shape)} holds {elements} values, over the limit '
+                              f'of {self.max_elements} per request (--max-elements)')
         parameters = _path(tensor, "parameters")
         if isinstance(parameters, dict) and "binary_data_size" in parameters:
             binary_size = parameters["binary_data_size"]
@@ -298,13 +315,9 @@ class Protocol:
         if not np.isfinite(data).all():
             raise bad_request(f'input "{INPUT}" holds a value that is not finite')
         binary_output = _as_boolean(_path(root.get("parameters"), "binary_data_output"))
-        outputs = root.get("outputs")
-        if isinstance(outputs, list):
-            for output in outputs:
-                binary_output |= _as_boolean(_path(_path(output, "parameters"), "binary_data"))
-        elif isinstance(outputs, dict):  # Jackson iterates an object's values
-            for output in outputs.values():
-                binary_output |= _as_boolean(_path(_path(output, "parameters"), "binary_data"))
+        output_binary = _requested_binary(root.get("outputs"))
+        if output_binary is not None:  # the output's own binary_data decides over binary_data_output
+            binary_output = output_binary
         req_id = root.get("id")
         return Request(req_id if isinstance(req_id, str) else None, rows, data.reshape(rows, width), binary_output)
 
@@ -323,6 +336,27 @@ class Protocol:
         return (prefix + format_floats(output) + "]}]}").encode("utf-8"), b""
 
 
+def _requested_binary(outputs):
+    """Checks "outputs" (null, or a list of {"name": "output", ...}); the "output" entry's
+    parameters.binary_data as a boolean, or None where no entry gives one (then binary_data_output decides)."""
+    if outputs is None:
+        return None
+    if not isinstance(outputs, list):
+        raise bad_request(f'"outputs" must be a list of output tensors, got {_compact(outputs)}')
+    binary = None
+    for output in outputs:
+        if not isinstance(output, dict):
+            raise bad_request(f'each entry of "outputs" must be an object, got {_compact(output)}')
+        name = output.get("name")
+        if name != OUTPUT:
+            shown = f'"{name}"' if isinstance(name, str) else "(no name)"
+            raise bad_request(f'unknown output {shown}; the model\'s output is "{OUTPUT}"')
+        setting = _path(output.get("parameters"), "binary_data")
+        if setting is not None:
+            binary = _as_boolean(setting)
+    return binary
+
+
 def _refuse_constant(name):
     raise ValueError(f"{name} is not JSON")
 
@@ -332,16 +366,24 @@ def _float_format(count):
     return ",".join(["%.9g"] * count)
 
 
+def _json_float(value):
+    """One value as format_floats writes it: 9 significant digits, or a string for a non-finite value."""
+    if math.isfinite(value):
+        return "%.9g" % value
+    return '"NaN"' if value != value else '"Infinity"' if value > 0 else '"-Infinity"'
+
+
 def format_floats(values):
     """Comma-separated float32 values, each with 9 significant digits (enough to read back the same float32).
 
-    Three times faster than json.dumps of the list, which writes float64's 17 digits.
+    Three times faster than json.dumps of the list, which writes float64's 17 digits. A non-finite value is
+    written as the string "NaN", "Infinity" or "-Infinity", as Jackson writes it (the bare tokens are not JSON).
     """
     flat = np.asarray(values, dtype=np.float32).ravel()
     if flat.size == 0:
         return ""
     if not np.isfinite(flat).all():
-        return json.dumps(flat.tolist())[1:-1]
+        return ",".join([_json_float(value) for value in flat.tolist()])
     return _float_format(flat.size) % tuple(flat.tolist())
 
 
@@ -767,6 +809,18 @@ class TorchModel:
 # The HTTP server
 # ---------------------------------------------------------------------------------------------
 
+def _torch_version():
+    """torch.__version__ (read from the installed package where torch is not imported yet), or "unknown"."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        return str(torch.__version__)
+    try:
+        from importlib.metadata import version
+        return str(version("torch"))
+    except Exception:  # not installed
+        return "unknown"
+
+
 class Server:
     def __init__(self, name, protocol, batcher, max_body_bytes, answer_timeout_s=ANSWER_TIMEOUT_S):
         self.name = name
@@ -774,32 +828,70 @@ class Server:
         self.batcher = batcher
         self.max_body_bytes = max_body_bytes
         self.answer_timeout_s = answer_timeout_s
+        self.shutting_down = False
+        self.in_flight = set()  # the tasks of the inference requests being served
+
+    def healthy(self):
+        return self.batcher.unhealthy is None
 
     def ready(self):
-        return self.batcher.unhealthy is None
+        return self.healthy() and not self.shutting_down
 
     def app(self):
         from aiohttp import web
         self.web = web
-        app = web.Application(client_max_size=self.max_body_bytes)
+
+        @web.middleware
+        async def errors(request, handler):
+            return await self._errors(request, handler)
+
+        app = web.Application(client_max_size=self.max_body_bytes, middlewares=[errors])
+        app.router.add_get("/v2", self.server_metadata)
         app.router.add_get("/v2/health/live", self.live)
         app.router.add_get("/v2/health/ready", self.ready_handler)
-        app.router.add_get("/v2/models/{name}", self.metadata)
-        app.router.add_get("/v2/models/{name}/ready", self.model_ready)
-        app.router.add_post("/v2/models/{name}/infer", self.infer)
+        for model in ("/v2/models/{name}", "/v2/models/{name}/versions/{version}"):
+            app.router.add_get(model, self.metadata)
+            app.router.add_get(model + "/ready", self.model_ready)
+            app.router.add_post(model + "/infer", self.infer)
         return app
 
-    def _json(self, status, body):
-        return self.web.Response(status=status, body=body, content_type="application/json")
+    def _json(self, status, body, headers=None):
+        return self.web.Response(status=status, body=body, content_type="application/json", headers=headers)
 
-    def _error(self, status, message):
-        return self._json(status, error_body(message))
+    def _error(self, status, message, headers=None):
+        return self._json(status, error_body(message), headers)
+
+    async def _errors(self, request, handler):
+        """Every answer is JSON: the router's 404 and 405 too, and a 500 for what a handler did not expect."""
+        web = self.web
+        try:
+            return await handler(request)
+        except web.HTTPMethodNotAllowed as e:
+            allowed = sorted(m for m in e.allowed_methods if m != "HEAD") or sorted(e.allowed_methods)
+            return self._error(405, f"{e.method} is not allowed on {request.path}; it takes {' or '.join(allowed)}",
+                               {"Allow": ", ".join(allowed)})
+        except web.HTTPNotFound:
+            return self._error(404, f"no such endpoint: {request.method} {request.path}")
+        except web.HTTPException as e:
+            if e.status < 400:
+                raise
+            return self._error(e.status, e.text or e.reason)
+        except Exception as e:  # a bug: still a JSON answer
+            return self._error(500, f"{type(e).__name__}: {e}")
 
     def _unknown(self, request):
+        """The 404 for a model or a version this server does not serve, or None."""
         name = request.match_info["name"]
         if name != self.name:
             return self._error(404, f'unknown model "{name}"; this server serves "{self.name}"')
+        version = request.match_info.get("version")
+        if version is not None and version != "1":
+            return self._error(404, f'model "{self.name}" has no version "{version}"; its only version is "1"')
         return None
+
+    async def server_metadata(self, request):
+        return self._json(200, _compact({"name": "torch_server", "version": _torch_version(),
+                                         "extensions": ["binary_tensor_data"]}).encode("utf-8"))
 
     async def live(self, request):
         return self._json(200, b'{"live":true}')
@@ -812,26 +904,40 @@ class Server:
         return self._unknown(request) or self._json(200, self.protocol.metadata())
 
     async def model_ready(self, request):
-        return self._unknown(request) or await self.ready_handler(request)
+        unknown = self._unknown(request)
+        if unknown is not None:
+            return unknown
+        ready = self.ready()
+        return self._json(200 if ready else 503, _compact({"name": self.name, "ready": ready}).encode("utf-8"))
 
     async def infer(self, request):
         unknown = self._unknown(request)
         if unknown is not None:
             return unknown
+        if self.shutting_down:
+            return self._error(503, "the server is shutting down")
+        task = asyncio.current_task()
+        self.in_flight.add(task)
+        try:
+            return await self._infer(request)
+        finally:
+            self.in_flight.discard(task)
+
+    async def _infer(self, request):
         web = self.web
         declared = request.content_length
         if declared is not None and declared > self.max_body_bytes:
-            return self._error(400, f"the request body of {declared} bytes is over the limit of "
+            return self._error(413, f"the request body of {declared} bytes is over the limit of "
                                     f"{self.max_body_bytes}")
         try:
             body = await request.read()
         except web.HTTPRequestEntityTooLarge:
-            return self._error(400, f"the request body is over the limit of {self.max_body_bytes} bytes")
+            return self._error(413, f"the request body is over the limit of {self.max_body_bytes} bytes")
         try:
             parsed = self.protocol.parse(body, request.headers.get(HEADER_LENGTH))
         except ProtocolError as e:
             return self._error(e.status, e.message)
-        if not self.ready():
+        if not self.healthy():
             return self._error(503, "the model is not ready")
         try:
             future = self.batcher.submit(parsed.data)
@@ -851,6 +957,20 @@ class Server:
         return web.Response(status=200, body=json_part + binary,
                             headers={HEADER_LENGTH: str(len(json_part)), "Content-Type": "application/octet-stream"})
 
+    async def drain(self, timeout_s):
+        """Waits until no inference request is in flight, timeout_s at most, then cancels those left (their
+        clients see the connection close); how many it cancelled. New requests get a 503 meanwhile."""
+        self.shutting_down = True
+        deadline = time.perf_counter() + timeout_s
+        while self.in_flight and time.perf_counter() < deadline:
+            await asyncio.sleep(0.01)
+        left = list(self.in_flight)
+        for task in left:
+            task.cancel()
+        if left:
+            await asyncio.wait(left, timeout=1.0)  # let them unwind
+        return len(left)
+
 
 async def serve(args):
     from aiohttp import web
@@ -858,7 +978,8 @@ async def serve(args):
     layers = mlp_layers(tensors, args.model)
     ladder = Ladder(default_ladder(args.largest_bucket))
     model = TorchModel(layers, ladder, args.device)
-    protocol = Protocol(args.name, model.input_width, model.output_width)
+    protocol = Protocol(args.name, model.input_width, model.output_width, max_rows=args.max_rows,
+                        max_elements=args.max_elements)
     batcher = Batcher(ladder, model.output_width, BatchRunner(ladder, model.stage_in, model.step),
                       max_wait_s=args.max_wait_us * 1e-6, queue_capacity=args.queue_capacity, lanes=args.lanes)
     server = Server(args.name, protocol, batcher, args.max_body_bytes)
@@ -880,6 +1001,12 @@ async def serve(args):
         except (NotImplementedError, RuntimeError):
             pass
     await stop.wait()
+    # Graceful: not ready and no new requests from now on; those in flight get up to --shutdown-timeout-s.
+    in_flight = len(server.in_flight)
+    cut_off = await server.drain(args.shutdown_timeout_s)
+    if in_flight:
+        print(f"shutting down: {in_flight - cut_off} request(s) in flight finished, {cut_off} cut off after "
+              f"{args.shutdown_timeout_s:g} s", file=sys.stderr, flush=True)
     await runner.cleanup()
     await batcher.stop()
     print(f"stopped: {batcher.batches} batches, {batcher.rows_served} rows, {batcher.padded_rows} pad rows, "
@@ -896,16 +1023,23 @@ def main(argv=None):
     parser.add_argument("--queue-capacity", type=int, default=4096, help="pieces; ServingOptions.defaults()")
     parser.add_argument("--lanes", type=int, default=2, help="batches handed to the GPU thread at once")
     parser.add_argument("--largest-bucket", type=int, default=256)
-    parser.add_argument("--max-body-bytes", type=int, default=8 << 20)
+    parser.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES, help="a larger body is a 413")
+    parser.add_argument("--max-rows", type=int, default=MAX_ROWS, help="rows per request; more is a 400")
+    parser.add_argument("--max-elements", type=int, default=MAX_ELEMENTS,
+                        help="input values (rows * width) per request; more is a 400")
+    parser.add_argument("--shutdown-timeout-s", type=float, default=SHUTDOWN_TIMEOUT_S,
+                        help="on SIGTERM or SIGINT, how long the requests in flight may take to finish")
     parser.add_argument("--device", default="cuda", help="cuda (graphs) or cpu (eager, for tests)")
     parser.add_argument("--reader", default="auto", choices=("auto", "safetensors", "builtin"))
     parser.add_argument("--gil-switch-ms", type=float, default=0.5,
                         help="sys.setswitchinterval: how long the GPU thread may wait for the GIL while the event "
                              "loop is busy (Python's default is 5 ms)")
     args = parser.parse_args(argv)
-    if args.queue_capacity < 1 or args.lanes < 1 or args.max_wait_us < 0 or args.gil_switch_ms <= 0:
-        parser.error("--queue-capacity and --lanes must be at least 1, --max-wait-us not negative, "
-                     "--gil-switch-ms positive")
+    if (args.queue_capacity < 1 or args.lanes < 1 or args.max_wait_us < 0 or args.gil_switch_ms <= 0
+            or args.max_body_bytes < 1 or args.max_rows < 1 or args.max_elements < 1
+            or not args.shutdown_timeout_s >= 0):
+        parser.error("--queue-capacity, --lanes, --max-body-bytes, --max-rows and --max-elements must be at least 1, "
+                     "--max-wait-us and --shutdown-timeout-s not negative, --gil-switch-ms positive")
     sys.setswitchinterval(args.gil_switch_ms / 1e3)
     try:
         import uvloop

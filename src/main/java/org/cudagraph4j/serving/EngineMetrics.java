@@ -22,8 +22,13 @@ import java.util.Map;
  * @param batchesPerDevice batches run per device, by ordinal, in ascending order: every device the
  *     engine serves on, at 0 while it has run none, so that a device left idle shows
  * @param rowsPerDevice request rows served per device, by ordinal, likewise
+ * @param queueMicros time that served request pieces waited, from submission to the start of their
+ *     batch, summed over pieces, in µs (Triton's {@code nv_inference_queue_duration_us})
+ * @param computeMicros time that batches ran (copies in, graph or kernels, copies out, sync), summed
+ *     over batches, in µs
  */
 public record EngineMetrics(long requests, long rejected, long completed, long failed, long batches,
         long graphLaunches, long eagerLaunches, long rows, long paddedRows, int queued,
         Map<Integer, Long> batchesPerBucket, long latencyP50Micros, long latencyP99Micros, long latencyP999Micros,
-        Map<Integer, Long> batchesPerDevice, Map<Integer, Long> rowsPerDevice) {}
+        Map<Integer, Long> batchesPerDevice, Map<Integer, Long> rowsPerDevice, long queueMicros,
+        long computeMicros) {}

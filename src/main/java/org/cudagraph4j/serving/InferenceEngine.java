@@ -85,6 +85,8 @@ public final class InferenceEngine implements AutoCloseable {
     private final LongAdder eagerLaunches = new LongAdder();
     private final LongAdder rowsServed = new LongAdder();
     private final LongAdder paddedRows = new LongAdder();
+    private final LongAdder queueNanos = new LongAdder();
+    private final LongAdder computeNanos = new LongAdder();
     private final Map<Integer, AtomicLong> perBucket = new TreeMap<>();
     private final LatencyHistogram latency = new LatencyHistogram();
 
@@ -430,9 +432,11 @@ public final class InferenceEngine implements AutoCloseable {
             event.rows = rows;
             event.graph = graph;
             event.begin();
+            long started = System.nanoTime();
             float[] output;
             try {
                 output = lane.run(bucket, input, rows);
+                computeNanos.add(System.nanoTime() - started);
                 event.succeeded = true;
                 event.commit();
             } catch (CudaException e) {
@@ -464,6 +468,7 @@ public final class InferenceEngine implements AutoCloseable {
             at = 0;
             for (Piece piece : batch) {
                 Request request = piece.request();
+                queueNanos.add(started - request.submittedNanos);
                 System.arraycopy(output, at * outputWidth, request.output, piece.firstRow() * outputWidth,
                         piece.rows() * outputWidth);
                 at += piece.rows();
@@ -532,7 +537,8 @@ public final class InferenceEngine implements AutoCloseable {
                 graphLaunches.sum(), eagerLaunches.sum(), rowsServed.sum(), paddedRows.sum(),
                 options.queueCapacity() - capacity.availablePermits(), Map.copyOf(buckets),
                 latency.percentile(0.5), latency.percentile(0.99), latency.percentile(0.999),
-                Collections.unmodifiableMap(deviceBatches), Collections.unmodifiableMap(deviceRows));
+                Collections.unmodifiableMap(deviceBatches), Collections.unmodifiableMap(deviceRows),
+                TimeUnit.NANOSECONDS.toMicros(queueNanos.sum()), TimeUnit.NANOSECONDS.toMicros(computeNanos.sum()));
     }
 
     /**

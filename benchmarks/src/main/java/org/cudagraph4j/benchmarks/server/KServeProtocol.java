@@ -1,29 +1,48 @@
 package org.cudagraph4j.benchmarks.server;
 
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadConstraints;
+import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 
 /**
  * The Open Inference Protocol (KServe v2) for one FP32 model with one input {@code input} of shape
  * [n, inputWidth] and one output {@code output} of shape [n, outputWidth]: request parsing with
  * every check the protocol's {@code 400} stands for, and responses, in JSON or with the binary
  * tensor data extension ({@code Inference-Header-Content-Length}).
+ *
+ * <p>Requests are read with Jackson's streaming parser, without a tree. Nothing is allocated from a
+ * client's claim: a declared shape is checked against the {@link ServerLimits} in {@code long}
+ * arithmetic, and its values are stored only as they arrive (binary data has arrived with the body;
+ * JSON values are appended to a buffer that grows with the values actually read).
  */
 final class KServeProtocol {
     static final String INPUT = "input";
     static final String OUTPUT = "output";
     static final String HEADER_LENGTH = "Inference-Header-Content-Length";
-    private static final ObjectMapper JSON = new ObjectMapper();
+    static final String VERSION = "1";
+    private static final int MAX_NESTING = 64;
+    private static final JsonFactory JSON = JsonFactory.builder()
+            .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MAX_NESTING).build())
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            .build();
+    /** Reads one misplaced value, to quote it in a refusal. */
+    private static final ObjectMapper TREES = new ObjectMapper(JSON);
 
     /** A request the protocol refuses: the HTTP status and the {@code {"error": …}} message. */
     static final class ProtocolException extends RuntimeException {
         private static final long serialVersionUID = 1L;
+        /** The HTTP status to answer with. */
         final int status;
 
         ProtocolException(int status, String message) {
@@ -38,44 +57,104 @@ final class KServeProtocol {
     private final String modelName;
     private final int inputWidth;
     private final int outputWidth;
+    private final ServerLimits limits;
 
-    KServeProtocol(String modelName, int inputWidth, int outputWidth) {
+    KServeProtocol(String modelName, int inputWidth, int outputWidth, ServerLimits limits) {
         this.modelName = modelName;
         this.inputWidth = inputWidth;
         this.outputWidth = outputWidth;
+        this.limits = limits;
+    }
+
+    /** {@code GET /v2}: the server's name, version and protocol extensions. */
+    static byte[] serverMetadata(String name, String version) {
+        return write(json -> {
+            json.writeStartObject();
+            json.writeStringField("name", name);
+            json.writeStringField("version", version);
+            json.writeArrayFieldStart("extensions");
+            json.writeString("binary_tensor_data");
+            json.writeEndArray();
+            json.writeEndObject();
+        });
     }
 
     /** {@code GET /v2/models/{name}}. */
     byte[] metadata() {
-        ObjectNode root = JSON.createObjectNode();
-        root.put("name", modelName);
-        root.putArray("versions").add("1");
-        root.put("platform", "cudagraph4j");
-        tensorMetadata(root.putArray("inputs"), INPUT, inputWidth);
-        tensorMetadata(root.putArray("outputs"), OUTPUT, outputWidth);
-        return bytes(root);
+        return write(json -> {
+            json.writeStartObject();
+            json.writeStringField("name", modelName);
+            json.writeArrayFieldStart("versions");
+            json.writeString(VERSION);
+            json.writeEndArray();
+            json.writeStringField("platform", "cudagraph4j");
+            json.writeArrayFieldStart("inputs");
+            tensorMetadata(json, INPUT, inputWidth);
+            json.writeEndArray();
+            json.writeArrayFieldStart("outputs");
+            tensorMetadata(json, OUTPUT, outputWidth);
+            json.writeEndArray();
+            json.writeEndObject();
+        });
     }
 
-    private static void tensorMetadata(ArrayNode list, String name, int width) {
-        ObjectNode tensor = list.addObject();
-        tensor.put("name", name);
-        tensor.put("datatype", "FP32");
-        tensor.putArray("shape").add(-1).add(width);
+    private static void tensorMetadata(JsonGenerator json, String name, int width) throws IOException {
+        json.writeStartObject();
+        json.writeStringField("name", name);
+        json.writeStringField("datatype", "FP32");
+        json.writeArrayFieldStart("shape");
+        json.writeNumber(-1);
+        json.writeNumber(width);
+        json.writeEndArray();
+        json.writeEndObject();
+    }
+
+    /** {@code GET /v2/models/{name}/ready}: the protocol's model-ready object. */
+    byte[] modelReady(boolean ready) {
+        return write(json -> {
+            json.writeStartObject();
+            json.writeStringField("name", modelName);
+            json.writeBooleanField("ready", ready);
+            json.writeEndObject();
+        });
     }
 
     static byte[] error(String message) {
-        ObjectNode root = JSON.createObjectNode();
-        root.put("error", message);
-        return bytes(root);
+        return write(json -> {
+            json.writeStartObject();
+            json.writeStringField("error", message);
+            json.writeEndObject();
+        });
+    }
+
+    /** What the JSON part of a request says, before it is checked as a whole. */
+    private static final class Parsed {
+        String id;
+        int inputs;
+        String inputName;
+        boolean inputNamed;
+        String datatype;
+        long[] shape;
+        String shapeText;
+        JsonToken binaryDataSize;
+        long binaryBytes = -1;
+        String binaryDataSizeText;
+        boolean hasData;
+        boolean dataIsArray;
+        String dataError;
+        float[] values = new float[0];
+        int count;
+        boolean requestBinaryOutput;
+        Boolean outputBinary;
     }
 
     /**
      * Parses an inference request body.
      *
-     * @param body the whole body
+     * @param body the whole body, already counted against {@link ServerLimits#maxBodyBytes()}
      * @param headerLength the {@code Inference-Header-Content-Length} value, or null for a JSON-only body
      * @return the request
-     * @throws ProtocolException with status 400 for anything malformed
+     * @throws ProtocolException with status 400 for anything malformed or over a limit
      */
     Request parse(byte[] body, String headerLength) {
         int jsonLength = body.length;
@@ -89,128 +168,369 @@ final class KServeProtocol {
                 throw badRequest(HEADER_LENGTH + " " + jsonLength + " is outside the body's " + body.length + " bytes");
             }
         }
-        JsonNode root;
-        try {
-            root = JSON.readTree(new String(body, 0, jsonLength, StandardCharsets.UTF_8));
+        Parsed parsed = new Parsed();
+        try (JsonParser json = JSON.createParser(body, 0, jsonLength)) {
+            if (json.nextToken() != JsonToken.START_OBJECT) {
+                throw badRequest("the request must be a JSON object");
+            }
+            readRoot(json, parsed, jsonLength);
+            if (json.nextToken() != null) {
+                throw badRequest("malformed JSON: more after the request's object");
+            }
         } catch (JsonProcessingException e) {
             throw badRequest("malformed JSON: " + e.getOriginalMessage());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
-        if (root == null || !root.isObject()) {
-            throw badRequest("the request must be a JSON object");
+        return check(parsed, body, jsonLength, headerLength != null);
+    }
+
+    private void readRoot(JsonParser json, Parsed parsed, int jsonLength) throws IOException {
+        while (json.nextToken() == JsonToken.FIELD_NAME) {
+            String field = json.currentName();
+            JsonToken value = json.nextToken();
+            switch (field) {
+                case "id" -> parsed.id = value == JsonToken.VALUE_STRING ? json.getText() : skip(json, null);
+                case "inputs" -> readInputs(json, parsed, jsonLength);
+                case "outputs" -> readOutputs(json, parsed);
+                case "parameters" -> {
+                    if (value == JsonToken.START_OBJECT) {
+                        while (json.nextToken() == JsonToken.FIELD_NAME) {
+                            String name = json.currentName();
+                            json.nextToken();
+                            if (name.equals("binary_data_output")) {
+                                parsed.requestBinaryOutput = asBoolean(json);
+                            }
+                            json.skipChildren();
+                        }
+                    } else {
+                        json.skipChildren();
+                    }
+                }
+                default -> json.skipChildren();
+            }
         }
-        JsonNode inputs = root.path("inputs");
-        if (!inputs.isArray() || inputs.size() != 1) {
+    }
+
+    private void readInputs(JsonParser json, Parsed parsed, int jsonLength) throws IOException {
+        if (json.currentToken() != JsonToken.START_ARRAY) {
+            json.skipChildren();
+            parsed.inputs = -1;
+            return;
+        }
+        while (json.nextToken() != JsonToken.END_ARRAY) {
+            parsed.inputs++;
+            if (parsed.inputs == 1 && json.currentToken() == JsonToken.START_OBJECT) {
+                readInput(json, parsed, jsonLength);
+            } else {
+                json.skipChildren();
+            }
+        }
+    }
+
+    private void readInput(JsonParser json, Parsed parsed, int jsonLength) throws IOException {
+        while (json.nextToken() == JsonToken.FIELD_NAME) {
+            String field = json.currentName();
+            JsonToken value = json.nextToken();
+            switch (field) {
+                case "name" -> {
+                    parsed.inputNamed = value == JsonToken.VALUE_STRING;
+                    parsed.inputName = value.isScalarValue() && value != JsonToken.VALUE_NULL ? json.getText()
+                            : skip(json, null);
+                }
+                case "datatype" -> parsed.datatype = value.isScalarValue() && value != JsonToken.VALUE_NULL
+                        ? json.getText() : skip(json, "null");
+                case "shape" -> readShape(json, parsed);
+                case "parameters" -> {
+                    if (value == JsonToken.START_OBJECT) {
+                        while (json.nextToken() == JsonToken.FIELD_NAME) {
+                            String name = json.currentName();
+                            JsonToken token = json.nextToken();
+                            if (name.equals("binary_data_size")) {
+                                parsed.binaryDataSize = token;
+                                parsed.binaryBytes = asLong(json);
+                                parsed.binaryDataSizeText = token.isScalarValue() ? json.getText() : "(not a number)";
+                            }
+                            json.skipChildren();
+                        }
+                    } else {
+                        json.skipChildren();
+                    }
+                }
+                case "data" -> {
+                    parsed.hasData = true;
+                    parsed.dataIsArray = value == JsonToken.START_ARRAY;
+                    if (parsed.dataIsArray) {
+                        readValues(json, parsed, jsonLength);
+                    } else {
+                        json.skipChildren();
+                    }
+                }
+                default -> json.skipChildren();
+            }
+        }
+    }
+
+    private static void readShape(JsonParser json, Parsed parsed) throws IOException {
+        if (json.currentToken() != JsonToken.START_ARRAY) {
+            parsed.shapeText = json.currentToken().isScalarValue() ? json.getText() : "(not a list)";
+            json.skipChildren();
+            return;
+        }
+        long[] dims = new long[2];
+        int n = 0;
+        boolean integral = true;
+        StringBuilder text = new StringBuilder("[");
+        while (json.nextToken() != JsonToken.END_ARRAY) {
+            JsonToken token = json.currentToken();
+            if (text.length() < 64) {
+                text.append(text.length() > 1 ? "," : "").append(token.isScalarValue() ? json.getText() : "…");
+            }
+            if (token == JsonToken.VALUE_NUMBER_INT && json.getNumberType() != JsonParser.NumberType.BIG_INTEGER) {
+                if (n < 2) {
+                    dims[n] = json.getLongValue();
+                }
+            } else {
+                integral = false;
+                json.skipChildren();
+            }
+            n++;
+        }
+        parsed.shapeText = text.append("]").toString();
+        parsed.shape = integral && n == 2 ? dims : null;
+    }
+
+    /**
+     * Appends the numbers of a nested array, row-major, to {@code parsed.values}: the buffer grows
+     * with the values read, up to one past the limit on elements.
+     */
+    private void readValues(JsonParser json, Parsed parsed, int jsonLength) throws IOException {
+        int depth = 1;
+        while (depth > 0) {
+            JsonToken token = json.nextToken();
+            switch (token) {
+                case START_ARRAY -> depth++;
+                case END_ARRAY -> depth--;
+                case VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> {
+                    if (parsed.count == parsed.values.length) {
+                        if (parsed.count > limits.maxElements()) {
+                            throw badRequest("input \"" + INPUT + "\" holds more than " + limits.maxElements()
+                                    + " values, over the limit per request (--max-elements)");
+                        }
+                        int room = (int) Math.min(Math.max(16, 2L * parsed.count), limits.maxElements() + 1L);
+                        parsed.values = Arrays.copyOf(parsed.values, room);
+                    }
+                    parsed.values[parsed.count++] = json.getFloatValue();
+                }
+                default -> {
+                    if (parsed.dataError == null) {
+                        String shown = token.isScalarValue() ? json.getText() : "an object";
+                        parsed.dataError = "input \"" + INPUT + "\" holds a value that is not a number: "
+                                + (token == JsonToken.VALUE_STRING ? "\"" + shown + "\"" : shown);
+                    }
+                    json.skipChildren();
+                }
+            }
+        }
+    }
+
+    private static void readOutputs(JsonParser json, Parsed parsed) throws IOException {
+        JsonToken value = json.currentToken();
+        if (value == JsonToken.VALUE_NULL) {
+            return;
+        }
+        if (value != JsonToken.START_ARRAY) {
+            throw badRequest("\"outputs\" must be a list of output tensors, got " + TREES.readTree(json));
+        }
+        while (json.nextToken() != JsonToken.END_ARRAY) {
+            if (json.currentToken() != JsonToken.START_OBJECT) {
+                throw badRequest("each entry of \"outputs\" must be an object, got " + TREES.readTree(json));
+            }
+            String name = null;
+            Boolean binary = null;
+            while (json.nextToken() == JsonToken.FIELD_NAME) {
+                String field = json.currentName();
+                JsonToken token = json.nextToken();
+                if (field.equals("name") && token == JsonToken.VALUE_STRING) {
+                    name = json.getText();
+                } else if (field.equals("parameters") && token == JsonToken.START_OBJECT) {
+                    while (json.nextToken() == JsonToken.FIELD_NAME) {
+                        String parameter = json.currentName();
+                        JsonToken setting = json.nextToken();
+                        if (parameter.equals("binary_data") && setting != JsonToken.VALUE_NULL) {
+                            binary = asBoolean(json);
+                        }
+                        json.skipChildren();
+                    }
+                } else {
+                    json.skipChildren();
+                }
+            }
+            if (!OUTPUT.equals(name)) {
+                throw badRequest("unknown output " + (name == null ? "(no name)" : "\"" + name + "\"")
+                        + "; the model's output is \"" + OUTPUT + "\"");
+            }
+            if (binary != null) {
+                parsed.outputBinary = binary;
+            }
+        }
+    }
+
+    private Request check(Parsed parsed, byte[] body, int jsonLength, boolean hasHeaderLength) {
+        if (parsed.inputs != 1) {
             throw badRequest("the request needs exactly one input, \"" + INPUT + "\"");
         }
-        JsonNode input = inputs.get(0);
-        String name = input.path("name").asText(null);
-        if (!INPUT.equals(name)) {
-            throw badRequest("unknown input " + (name == null ? "(no name)" : "\"" + name + "\"") + "; the model's "
-                    + "input is \"" + INPUT + "\"");
+        if (!parsed.inputNamed || !INPUT.equals(parsed.inputName)) {
+            throw badRequest("unknown input " + (parsed.inputName == null ? "(no name)" : "\"" + parsed.inputName
+                    + "\"") + "; the model's input is \"" + INPUT + "\"");
         }
-        String datatype = input.path("datatype").asText(null);
-        if (!"FP32".equals(datatype)) {
-            throw badRequest("input \"" + INPUT + "\" must be FP32, not " + datatype);
+        if (!"FP32".equals(parsed.datatype)) {
+            throw badRequest("input \"" + INPUT + "\" must be FP32, not " + parsed.datatype);
         }
-        JsonNode shape = input.path("shape");
-        if (!shape.isArray() || shape.size() != 2 || !shape.get(0).canConvertToInt() || !shape.get(1).canConvertToInt()
-                || !shape.get(0).isIntegralNumber() || !shape.get(1).isIntegralNumber()) {
+        String shape = parsed.shapeText == null ? "" : parsed.shapeText;
+        if (parsed.shape == null) {
             throw badRequest("input \"" + INPUT + "\" needs shape [n, " + inputWidth + "], got " + shape);
         }
-        int rows = shape.get(0).asInt();
-        if (rows < 1 || shape.get(1).asInt() != inputWidth) {
+        long rows = parsed.shape[0];
+        if (rows < 1 || parsed.shape[1] != inputWidth) {
             throw badRequest("input \"" + INPUT + "\" needs shape [n, " + inputWidth + "] with n >= 1, got " + shape);
         }
-        long elements = (long) rows * inputWidth;
+        if (rows > limits.maxRows()) {
+            throw badRequest("input \"" + INPUT + "\" has " + rows + " rows, over the limit of " + limits.maxRows()
+                    + " rows per request (--max-rows)");
+        }
+        long elements = rows * inputWidth; // rows <= maxRows (an int): no overflow
+        if (elements > limits.maxElements()) {
+            throw badRequest("input \"" + INPUT + "\" of shape " + shape + " holds " + elements
+                    + " values, over the limit of " + limits.maxElements() + " per request (--max-elements)");
+        }
         float[] data;
-        JsonNode binarySize = input.path("parameters").path("binary_data_size");
-        if (!binarySize.isMissingNode()) {
-            if (headerLength == null) {
+        if (parsed.binaryDataSize != null) {
+            if (!hasHeaderLength) {
                 throw badRequest("binary_data_size needs the " + HEADER_LENGTH + " header");
             }
-            long size = binarySize.asLong(-1);
+            long size = parsed.binaryBytes;
             if (size != elements * Float.BYTES || body.length - jsonLength != size) {
                 throw badRequest("input \"" + INPUT + "\" of shape " + shape + " needs " + elements * Float.BYTES
-                        + " bytes of binary data; binary_data_size says " + binarySize + " and the body holds "
-                        + (body.length - jsonLength));
+                        + " bytes of binary data; binary_data_size says " + parsed.binaryDataSizeText
+                        + " and the body holds " + (body.length - jsonLength));
             }
             data = new float[(int) elements];
             ByteBuffer.wrap(body, jsonLength, (int) size).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(data);
         } else {
-            JsonNode values = input.path("data");
-            if (!values.isArray()) {
+            if (!parsed.hasData || !parsed.dataIsArray) {
                 throw badRequest("input \"" + INPUT + "\" has no data array (or binary_data_size)");
             }
-            data = new float[(int) Math.min(elements, Integer.MAX_VALUE)];
-            int count = flatten(values, data, 0);
-            if (count != elements) {
-                throw badRequest("input \"" + INPUT + "\" of shape " + shape + " needs " + elements + " values, got "
-                        + count);
+            if (parsed.dataError != null) {
+                throw badRequest(parsed.dataError);
             }
+            if (parsed.count != elements) {
+                throw badRequest("input \"" + INPUT + "\" of shape " + shape + " needs " + elements + " values, got "
+                        + parsed.count);
+            }
+            data = parsed.values.length == parsed.count ? parsed.values : Arrays.copyOf(parsed.values, parsed.count);
         }
         for (float value : data) {
             if (!Float.isFinite(value)) {
                 throw badRequest("input \"" + INPUT + "\" holds a value that is not finite");
             }
         }
-        boolean binaryOutput = root.path("parameters").path("binary_data_output").asBoolean(false);
-        for (JsonNode output : root.path("outputs")) {
-            binaryOutput |= output.path("parameters").path("binary_data").asBoolean(false);
-        }
-        JsonNode id = root.path("id");
-        return new Request(id.isTextual() ? id.asText() : null, rows, data, binaryOutput);
+        boolean binaryOutput = parsed.outputBinary != null ? parsed.outputBinary : parsed.requestBinaryOutput;
+        return new Request(parsed.id, (int) rows, data, binaryOutput);
     }
 
-    /** Copies numbers, row-major through nested arrays; the count, which may exceed the array's room. */
-    private int flatten(JsonNode values, float[] into, int at) {
-        int count = at;
-        for (JsonNode value : values) {
-            if (value.isArray()) {
-                count = flatten(value, into, count);
-            } else if (value.isNumber()) {
-                if (count < into.length) {
-                    into[count] = value.floatValue();
-                }
-                count++;
-            } else {
-                throw badRequest("input \"" + INPUT + "\" holds a value that is not a number: " + value);
+    /** Jackson's {@code JsonNode.asBoolean()} of the current value: true, a non-zero number, or "true". */
+    private static boolean asBoolean(JsonParser json) throws IOException {
+        return switch (json.currentToken()) {
+            case VALUE_TRUE -> true;
+            case VALUE_NUMBER_INT -> json.getNumberType() == JsonParser.NumberType.BIG_INTEGER
+                    ? json.getBigIntegerValue().signum() != 0 : json.getLongValue() != 0;
+            case VALUE_STRING -> "true".equals(json.getText().strip());
+            default -> false;
+        };
+    }
+
+    /** The current value as a whole number of bytes, or -1 if it is none. */
+    private static long asLong(JsonParser json) throws IOException {
+        JsonToken token = json.currentToken();
+        if (token == JsonToken.VALUE_NUMBER_INT && json.getNumberType() != JsonParser.NumberType.BIG_INTEGER) {
+            return json.getLongValue();
+        }
+        if (token == JsonToken.VALUE_STRING) {
+            try {
+                return Long.parseLong(json.getText().strip());
+            } catch (NumberFormatException e) {
+                return -1;
             }
         }
-        return count;
+        return -1;
+    }
+
+    private static String skip(JsonParser json, String result) throws IOException {
+        json.skipChildren();
+        return result;
     }
 
     /** The response: the JSON bytes, and the binary data (empty for a JSON-only response). */
     record Response(byte[] json, byte[] binary) {}
 
     Response response(Request request, float[] output) {
-        ObjectNode root = JSON.createObjectNode();
-        root.put("model_name", modelName);
-        root.put("model_version", "1");
-        if (request.id() != null) {
-            root.put("id", request.id());
-        }
-        ObjectNode tensor = root.putArray("outputs").addObject();
-        tensor.put("name", OUTPUT);
-        tensor.put("datatype", "FP32");
-        tensor.putArray("shape").add(request.rows()).add(outputWidth);
+        byte[] binary = new byte[0];
         if (request.binaryOutput()) {
-            byte[] binary = new byte[output.length * Float.BYTES];
+            binary = new byte[output.length * Float.BYTES];
             ByteBuffer.wrap(binary).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().put(output);
-            tensor.putObject("parameters").put("binary_data_size", binary.length);
-            return new Response(bytes(root), binary);
         }
-        ArrayNode data = tensor.putArray("data");
-        for (float value : output) {
-            data.add(value);
-        }
-        return new Response(bytes(root), new byte[0]);
+        long binaryBytes = binary.length;
+        byte[] json = write(out -> {
+            out.writeStartObject();
+            out.writeStringField("model_name", modelName);
+            out.writeStringField("model_version", VERSION);
+            if (request.id() != null) {
+                out.writeStringField("id", request.id());
+            }
+            out.writeArrayFieldStart("outputs");
+            out.writeStartObject();
+            out.writeStringField("name", OUTPUT);
+            out.writeStringField("datatype", "FP32");
+            out.writeArrayFieldStart("shape");
+            out.writeNumber(request.rows());
+            out.writeNumber(outputWidth);
+            out.writeEndArray();
+            if (request.binaryOutput()) {
+                out.writeObjectFieldStart("parameters");
+                out.writeNumberField("binary_data_size", binaryBytes);
+                out.writeEndObject();
+            } else {
+                // Non-finite values are written as the strings "NaN", "Infinity" and "-Infinity"
+                // (Jackson's default): the bare tokens would not be JSON.
+                out.writeArrayFieldStart("data");
+                for (float value : output) {
+                    out.writeNumber(value);
+                }
+                out.writeEndArray();
+            }
+            out.writeEndObject();
+            out.writeEndArray();
+            out.writeEndObject();
+        });
+        return new Response(json, binary);
     }
 
     private static ProtocolException badRequest(String message) {
         return new ProtocolException(400, message);
     }
 
-    private static byte[] bytes(JsonNode node) {
-        return node.toString().getBytes(StandardCharsets.UTF_8);
+    private interface JsonWriter {
+        void write(JsonGenerator json) throws IOException;
+    }
+
+    private static byte[] write(JsonWriter writer) {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream(256);
+        try (JsonGenerator json = JSON.createGenerator(bytes)) {
+            writer.write(json);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return bytes.toByteArray();
     }
 }

@@ -47,8 +47,8 @@ class CrossCheckTest {
     @Test
     void twoServersOfTheSameModelAgreeWithEachOtherAndWithTheCpu() throws Exception {
         MlpWeights model = MlpWeights.random(16, 3, 42);
-        try (InferenceServer a = new InferenceServer("mlp", new CpuBackend(model), 0, 1 << 20);
-             InferenceServer b = new InferenceServer("mlp", new CpuBackend(MlpWeights.random(16, 3, 42)), 0, 1 << 20)) {
+        try (InferenceServer a = new InferenceServer("mlp", new CpuBackend(model), 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20));
+             InferenceServer b = new InferenceServer("mlp", new CpuBackend(MlpWeights.random(16, 3, 42)), 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20))) {
             CrossCheck.Result result = CrossCheck.run(base(a), base(b), "mlp", ROWS, 1e-4, model, 7);
             assertNull(result.problem());
             assertTrue(result.agree(), CrossCheck.table(result));
@@ -60,8 +60,8 @@ class CrossCheckTest {
 
     @Test
     void anotherModelDisagreesEverywhere() {
-        try (InferenceServer a = new InferenceServer("mlp", new CpuBackend(MlpWeights.random(16, 3, 42)), 0, 1 << 20);
-             InferenceServer b = new InferenceServer("mlp", new CpuBackend(MlpWeights.random(16, 3, 43)), 0, 1 << 20)) {
+        try (InferenceServer a = new InferenceServer("mlp", new CpuBackend(MlpWeights.random(16, 3, 42)), 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20));
+             InferenceServer b = new InferenceServer("mlp", new CpuBackend(MlpWeights.random(16, 3, 43)), 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20))) {
             CrossCheck.Result result = CrossCheck.run(base(a), base(b), "mlp", ROWS, 1e-4, null, 7);
             assertNull(result.problem());
             assertFalse(result.agree());
@@ -103,8 +103,8 @@ class CrossCheckTest {
             @Override
             public void close() {}
         };
-        try (InferenceServer a = new InferenceServer("mlp", new CpuBackend(model), 0, 1 << 20);
-             InferenceServer b = new InferenceServer("mlp", reversing, 0, 1 << 20)) {
+        try (InferenceServer a = new InferenceServer("mlp", new CpuBackend(model), 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20));
+             InferenceServer b = new InferenceServer("mlp", reversing, 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20))) {
             CrossCheck.Result result = CrossCheck.run(base(a), base(b), "mlp", List.of(1, 5), 1e-4, model, 7);
             assertFalse(result.agree(), CrossCheck.table(result));
             for (CrossCheck.Case c : result.cases()) {
@@ -116,16 +116,16 @@ class CrossCheckTest {
 
     @Test
     void aServerThatCannotBeAskedIsAProblemNotAnAgreement() {
-        try (InferenceServer a = new InferenceServer("mlp", new CpuBackend(MlpWeights.random(8, 2, 1)), 0, 1 << 20);
-             InferenceServer b = new InferenceServer("other", new CpuBackend(MlpWeights.random(8, 2, 1)), 0, 1 << 20)) {
+        try (InferenceServer a = new InferenceServer("mlp", new CpuBackend(MlpWeights.random(8, 2, 1)), 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20));
+             InferenceServer b = new InferenceServer("other", new CpuBackend(MlpWeights.random(8, 2, 1)), 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20))) {
             CrossCheck.Result result = CrossCheck.run(base(a), base(b), "mlp", ROWS, 1e-4, null, 7);
             assertFalse(result.agree());
             assertNotNull(result.problem());
             assertTrue(result.problem().contains("404"), result.problem());
             assertTrue(CrossCheck.table(result).contains("cannot compare"), CrossCheck.table(result));
         }
-        try (InferenceServer a = new InferenceServer("mlp", new CpuBackend(MlpWeights.random(8, 2, 1)), 0, 1 << 20);
-             InferenceServer b = new InferenceServer("mlp", new CpuBackend(MlpWeights.random(4, 2, 1)), 0, 1 << 20)) {
+        try (InferenceServer a = new InferenceServer("mlp", new CpuBackend(MlpWeights.random(8, 2, 1)), 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20));
+             InferenceServer b = new InferenceServer("mlp", new CpuBackend(MlpWeights.random(4, 2, 1)), 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20))) {
             CrossCheck.Result result = CrossCheck.run(base(a), base(b), "mlp", ROWS, 1e-4, null, 7);
             assertFalse(result.agree());
             assertTrue(result.problem().contains("differ in shape"), result.problem());

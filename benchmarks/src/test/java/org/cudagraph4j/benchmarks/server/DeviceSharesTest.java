@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 /** Each GPU's share, read from the server's metrics endpoint. */
 class DeviceSharesTest {
     private static DeviceShares.Result sharesOf(InferenceBackend backend) throws Exception {
-        try (InferenceServer server = new InferenceServer("mlp", backend, 0, 4096)) {
+        try (InferenceServer server = new InferenceServer("mlp", backend, 0, ServerLimits.defaults().withMaxBodyBytes(4096))) {
             return DeviceShares.read(URI.create("http://127.0.0.1:" + server.port()), "mlp");
         }
     }

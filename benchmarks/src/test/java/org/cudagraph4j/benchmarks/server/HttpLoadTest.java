@@ -28,7 +28,7 @@ class HttpLoadTest {
     @Test
     void aBoundedOpenLoopRunAnswersEveryRequestAndReportsPercentiles() throws Exception {
         try (InferenceServer server = new InferenceServer("mlp", new CpuBackend(MlpWeights.random(8, 2, 3)), 0,
-                1 << 20)) {
+                ServerLimits.defaults().withMaxBodyBytes(1 << 20))) {
             HttpLoad.Options options = new HttpLoad.Options(url(server), 8, List.of(200, 400), 0.5, 150, 1, 4);
             List<HttpLoad.Point> points = HttpLoad.run(options);
             assertEquals(2, points.size());
@@ -46,7 +46,7 @@ class HttpLoadTest {
     @Test
     void binaryBodiesAreServedToo(@TempDir Path dir) throws Exception {
         try (InferenceServer server = new InferenceServer("mlp", new CpuBackend(MlpWeights.random(8, 2, 3)), 0,
-                1 << 20)) {
+                ServerLimits.defaults().withMaxBodyBytes(1 << 20))) {
             HttpLoad.Options options = new HttpLoad.Options(url(server), 8, List.of(100), 0.5, 1000, 1, 64, true, 5,
                     64, 0.2, false, false);
             List<HttpLoad.Measured> measured = HttpLoad.measure(options);
@@ -111,7 +111,7 @@ class HttpLoadTest {
 
     @Test
     void theLadderStopsPastSaturationAndTheLowestRateRunsAgainToShowRecovery() throws Exception {
-        try (InferenceServer server = new InferenceServer("mlp", saturating(), 0, 1 << 20)) {
+        try (InferenceServer server = new InferenceServer("mlp", saturating(), 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20))) {
             HttpLoad.Options options = new HttpLoad.Options(url(server), 8, List.of(20, 400, 800), 1, 10_000, 1, 1,
                     false, 5, 2048, 0, true, true);
             List<HttpLoad.Point> points = HttpLoad.run(options);
@@ -155,7 +155,7 @@ class HttpLoadTest {
             @Override
             public void close() {}
         };
-        try (InferenceServer server = new InferenceServer("mlp", slow, 0, 1 << 20)) {
+        try (InferenceServer server = new InferenceServer("mlp", slow, 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20))) {
             HttpLoad.Options options = new HttpLoad.Options(url(server), 8, List.of(200), 0.5, 10_000, 1, 1, false,
                     5, 8, 0, false, false);
             HttpLoad.Point point = HttpLoad.run(options).getFirst();

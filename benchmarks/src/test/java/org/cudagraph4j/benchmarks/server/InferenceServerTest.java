@@ -2,6 +2,7 @@ package org.cudagraph4j.benchmarks.server;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -33,7 +34,7 @@ class InferenceServerTest {
 
     @BeforeEach
     void start() {
-        server = new InferenceServer("mlp", new CpuBackend(MODEL), 0, 4096);
+        server = new InferenceServer("mlp", new CpuBackend(MODEL), 0, ServerLimits.defaults().withMaxBodyBytes(4096));
     }
 
     @AfterEach
@@ -64,17 +65,86 @@ class InferenceServerTest {
     }
 
     @Test
-    void healthReadinessAndMetadata() throws Exception {
-        assertEquals(200, get("/v2/health/live").statusCode());
-        assertEquals(200, get("/v2/health/ready").statusCode());
-        assertEquals(200, get("/v2/models/mlp/ready").statusCode());
-        JsonNode metadata = JSON.readTree(get("/v2/models/mlp").body());
-        assertEquals("mlp", metadata.path("name").asText());
-        assertEquals("[-1,4]", metadata.path("inputs").get(0).path("shape").toString());
+    void everyRequiredEndpointAnswersVersionedFormsIncluded() throws Exception {
+        JsonNode server = JSON.readTree(get("/v2").body());
+        assertEquals("cudagraph4j", server.path("name").asText());
+        assertFalse(server.path("version").asText().isEmpty());
+        assertEquals("[\"binary_tensor_data\"]", server.path("extensions").toString());
+        assertEquals("{\"live\":true}", new String(get("/v2/health/live").body()));
+        assertEquals("{\"ready\":true}", new String(get("/v2/health/ready").body()));
+        for (String model : List.of("/v2/models/mlp", "/v2/models/mlp/versions/1")) {
+            HttpResponse<byte[]> ready = get(model + "/ready");
+            assertEquals(200, ready.statusCode(), model);
+            assertEquals("{\"name\":\"mlp\",\"ready\":true}", new String(ready.body()));
+            JsonNode metadata = JSON.readTree(get(model).body());
+            assertEquals("mlp", metadata.path("name").asText());
+            assertEquals("[\"1\"]", metadata.path("versions").toString());
+            assertEquals("[-1,4]", metadata.path("inputs").get(0).path("shape").toString());
+            HttpResponse<byte[]> answer = post(model + "/infer", TestClient.request(1, 4, 1, 2, 3, 4)
+                    .getBytes(StandardCharsets.UTF_8));
+            assertEquals(200, answer.statusCode(), model);
+            assertEquals("1", JSON.readTree(answer.body()).path("model_version").asText());
+        }
         HttpResponse<byte[]> unknown = get("/v2/models/resnet");
         assertEquals(404, unknown.statusCode());
         assertEquals("unknown model \"resnet\"; this server serves \"mlp\"", error(unknown));
         assertEquals(404, get("/v2/models/resnet/ready").statusCode());
+        HttpResponse<byte[]> version = get("/v2/models/mlp/versions/2/ready");
+        assertEquals(404, version.statusCode());
+        assertEquals("model \"mlp\" has no version \"2\"; its only version is \"1\"", error(version));
+        assertEquals(404, post("/v2/models/mlp/versions/7/infer", new byte[0]).statusCode());
+    }
+
+    @Test
+    void unknownRoutesAndWrongMethodsAreJsonErrors() throws Exception {
+        HttpResponse<byte[]> nowhere = get("/v2/nowhere");
+        assertEquals(404, nowhere.statusCode());
+        assertEquals("application/json", nowhere.headers().firstValue("Content-Type").orElseThrow());
+        assertEquals("no such endpoint: GET /v2/nowhere", error(nowhere));
+        HttpResponse<byte[]> getInfer = get("/v2/models/mlp/infer");
+        assertEquals(405, getInfer.statusCode());
+        assertEquals("POST", getInfer.headers().firstValue("Allow").orElseThrow());
+        assertEquals("GET is not allowed on /v2/models/mlp/infer; it takes POST", error(getInfer));
+        HttpResponse<byte[]> postLive = post("/v2/health/live", new byte[0]);
+        assertEquals(405, postLive.statusCode());
+        assertEquals("GET", postLive.headers().firstValue("Allow").orElseThrow());
+        assertEquals("POST is not allowed on /v2/health/live; it takes GET", error(postLive));
+        assertEquals(405, TestClient.send(server, "DELETE", "/v2/models/mlp/versions/1", null).statusCode());
+        assertEquals(405, TestClient.send(server, "PUT", "/v2", new byte[1]).statusCode());
+    }
+
+    @Test
+    void outputsAreCheckedAndEachOutputChoosesItsEncoding() throws Exception {
+        String input = "{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[1,4],\"data\":[1,2,3,4]}";
+        HttpResponse<byte[]> asJson = infer("{\"inputs\":[" + input + "],\"parameters\":{\"binary_data_output\":true},"
+                + "\"outputs\":[{\"name\":\"output\",\"parameters\":{\"binary_data\":false}}]}");
+        assertEquals(200, asJson.statusCode());
+        assertTrue(asJson.headers().firstValue(KServeProtocol.HEADER_LENGTH).isEmpty(), "binary_data false: JSON");
+        assertArrayEquals(MODEL.forward(new float[] {1, 2, 3, 4}), floats(JSON.readTree(asJson.body())
+                .path("outputs").get(0).path("data")));
+        HttpResponse<byte[]> asBinary = infer("{\"inputs\":[" + input + "],\"parameters\":{\"binary_data_output\":true}}");
+        assertTrue(asBinary.headers().firstValue(KServeProtocol.HEADER_LENGTH).isPresent(),
+                "no per-output choice: the request's binary_data_output");
+        String[][] refused = {
+            {"\"outputs\":[{\"name\":\"logits\"}]", "unknown output \"logits\"; the model's output is \"output\""},
+            {"\"outputs\":[{}]", "unknown output (no name); the model's output is \"output\""},
+            {"\"outputs\":{\"name\":\"output\"}", "\"outputs\" must be a list of output tensors, got {\"name\":\"output\"}"},
+            {"\"outputs\":\"output\"", "\"outputs\" must be a list of output tensors, got \"output\""},
+            {"\"outputs\":[\"output\"]", "each entry of \"outputs\" must be an object, got \"output\""},
+        };
+        for (String[] c : refused) {
+            HttpResponse<byte[]> response = infer("{\"inputs\":[" + input + "]," + c[0] + "}");
+            assertEquals(400, response.statusCode(), c[0]);
+            assertEquals(c[1], error(response));
+        }
+    }
+
+    private static float[] floats(JsonNode data) {
+        float[] values = new float[data.size()];
+        for (int i = 0; i < values.length; i++) {
+            values[i] = data.get(i).floatValue();
+        }
+        return values;
     }
 
     @Test
@@ -141,8 +211,8 @@ class InferenceServerTest {
             assertTrue(error(response).contains(c[1]), c[0] + " -> " + error(response));
         }
         HttpResponse<byte[]> tooBig = post("/v2/models/mlp/infer", new byte[5000]);
-        assertEquals(400, tooBig.statusCode());
-        assertTrue(error(tooBig).contains("over the limit of 4096"), error(tooBig));
+        assertEquals(413, tooBig.statusCode());
+        assertEquals("the request body of 5000 bytes is over the limit of 4096 (--max-body-bytes)", error(tooBig));
         HttpResponse<byte[]> unknown = post("/v2/models/other/infer", "{}".getBytes(StandardCharsets.UTF_8));
         assertEquals(404, unknown.statusCode());
         assertEquals(200, get("/v2/health/live").statusCode(), "bad requests never take the server down");
@@ -176,7 +246,7 @@ class InferenceServerTest {
             @Override
             public void close() {}
         };
-        server = new InferenceServer("mlp", saturated, 0, 4096);
+        server = new InferenceServer("mlp", saturated, 0, ServerLimits.defaults().withMaxBodyBytes(4096));
         String request = "{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[1,4],\"data\":[1,2,3,4]}]}";
         HttpResponse<byte[]> full = infer(request);
         assertEquals(503, full.statusCode());
@@ -191,7 +261,7 @@ class InferenceServerTest {
     static EngineMetrics metrics(long batches0, long batches1) {
         return new EngineMetrics(9, 0, 9, 0, batches0 + batches1, batches0 + batches1, 0, 90, 6, 0, Map.of(8, 3L),
                 120, 300, 400, new java.util.TreeMap<>(Map.of(0, batches0, 1, batches1)),
-                new java.util.TreeMap<>(Map.of(0, 10 * batches0, 1, 10 * batches1)));
+                new java.util.TreeMap<>(Map.of(0, 10 * batches0, 1, 10 * batches1)), 2_500_000, 1_250_000);
     }
 
     /** A backend that answers nothing but its engine metrics. */
@@ -233,7 +303,7 @@ class InferenceServerTest {
         assertEquals(404, cpu.statusCode());
         assertEquals("this server's backend has no serving engine, so no metrics", error(cpu));
         server.close();
-        server = new InferenceServer("mlp", withMetrics(metrics(7, 5)), 0, 4096);
+        server = new InferenceServer("mlp", withMetrics(metrics(7, 5)), 0, ServerLimits.defaults().withMaxBodyBytes(4096));
         HttpResponse<byte[]> response = get("/v2/models/mlp/metrics");
         assertEquals(200, response.statusCode());
         JsonNode metrics = JSON.readTree(response.body());
@@ -245,21 +315,21 @@ class InferenceServerTest {
 
     @Test
     void devicesIsAllOrOrdinalsAndABadValueSaysWhatIsWrong() {
-        assertEquals(List.of(0, 1, 2), InferenceServer.deviceOrdinals("all", 3));
-        assertEquals(List.of(0), InferenceServer.deviceOrdinals("0", 3));
-        assertEquals(List.of(1), InferenceServer.deviceOrdinals("1", 3), "one number is an ordinal, not a count");
-        assertEquals(List.of(2, 0), InferenceServer.deviceOrdinals("2, 0", 3));
+        assertEquals(List.of(0, 1, 2), ServerCommand.deviceOrdinals("all", 3));
+        assertEquals(List.of(0), ServerCommand.deviceOrdinals("0", 3));
+        assertEquals(List.of(1), ServerCommand.deviceOrdinals("1", 3), "one number is an ordinal, not a count");
+        assertEquals(List.of(2, 0), ServerCommand.deviceOrdinals("2, 0", 3));
         for (String bad : List.of("", "one", "0,,1", "-1", "0-1", "ALL", "1.0")) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> InferenceServer.deviceOrdinals(bad, 3), bad);
+                    () -> ServerCommand.deviceOrdinals(bad, 3), bad);
             assertEquals("--devices takes all, or GPU ordinals separated by commas such as 0 or 0,1; got \"" + bad
                     + "\"", e.getMessage());
         }
         assertEquals("--devices names GPU 2, but this host has 2 GPU(s), ordinals 0 to 1", assertThrows(
-                IllegalArgumentException.class, () -> InferenceServer.deviceOrdinals("0,2", 2)).getMessage());
+                IllegalArgumentException.class, () -> ServerCommand.deviceOrdinals("0,2", 2)).getMessage());
         assertEquals("--devices names GPU 1 twice", assertThrows(IllegalArgumentException.class,
-                () -> InferenceServer.deviceOrdinals("1,0,1", 2)).getMessage());
+                () -> ServerCommand.deviceOrdinals("1,0,1", 2)).getMessage());
         assertEquals("--devices all: this host has no GPU", assertThrows(IllegalArgumentException.class,
-                () -> InferenceServer.deviceOrdinals("all", 0)).getMessage());
+                () -> ServerCommand.deviceOrdinals("all", 0)).getMessage());
     }
 }

@@ -130,7 +130,7 @@ class TorchServerTest {
         MlpWeights model = MlpWeights.random(64, 4, 42);
         Path file = dir.resolve("mlp.safetensors");
         model.save(file);
-        try (InferenceServer java = new InferenceServer("mlp", new CpuBackend(MlpWeights.load(file)), 0, 8 << 20);
+        try (InferenceServer java = new InferenceServer("mlp", new CpuBackend(MlpWeights.load(file)), 0, ServerLimits.defaults().withMaxBodyBytes(8 << 20));
              Twin twin = new Twin(file)) {
             URI javaBase = URI.create("http://127.0.0.1:" + java.port());
             CrossCheck.Result result = CrossCheck.run(javaBase, twin.base, "mlp", List.of(1, 2, 3, 17, 64, 256, 300),

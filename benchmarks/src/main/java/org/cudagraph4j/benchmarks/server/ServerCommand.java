@@ -1,0 +1,289 @@
+package org.cudagraph4j.benchmarks.server;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.IntStream;
+import org.cudagraph4j.Cuda;
+import org.cudagraph4j.CudaDevice;
+import org.cudagraph4j.serving.ServingOptions;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+import sun.misc.Signal;
+
+/**
+ * The inference server's command line: serves a model file until {@code SIGTERM} or {@code SIGINT},
+ * then stops gracefully and exits 0; or writes a random model file ({@code --generate}).
+ *
+ * <p>{@code --help} prints the options to stdout and exits 0; an unknown or invalid option is one
+ * line on stderr and exit 2; a model file that cannot be read is one line on stderr and exit 1.
+ */
+@Command(name = "InferenceServer", mixinStandardHelpOptions = true, sortOptions = false,
+        versionProvider = ServerCommand.Version.class,
+        description = "Serves an MLP (.safetensors) over the Open Inference Protocol (KServe v2 REST), JSON or "
+                + "binary tensor data, on the GPU through cudagraph4j's serving engine or on the CPU.")
+public final class ServerCommand implements Callable<Integer> {
+    /** Where the model runs. */
+    enum Backend { gpu, cpu }
+
+    @Spec
+    private CommandLine.Model.CommandSpec spec;
+
+    @Option(names = "--model", paramLabel = "FILE", description = "The model to serve (.safetensors).")
+    Path model;
+
+    @Option(names = "--generate", paramLabel = "FILE",
+            description = "Write a random model of --width and --layers to FILE instead of serving.")
+    Path generate;
+
+    @Option(names = "--width", defaultValue = "512", description = "With --generate: floats per row (${DEFAULT-VALUE}).")
+    int width;
+
+    @Option(names = "--layers", defaultValue = "16", description = "With --generate: Linear+ReLU layers (${DEFAULT-VALUE}).")
+    int layers;
+
+    @Option(names = "--seed", defaultValue = "42", description = "With --generate: the random seed (${DEFAULT-VALUE}).")
+    long seed;
+
+    @Option(names = "--name", defaultValue = "mlp", description = "The model's name in the URLs (${DEFAULT-VALUE}).")
+    String name;
+
+    @Option(names = "--host", defaultValue = "127.0.0.1",
+            description = "The address to listen on; 0.0.0.0 for every interface (${DEFAULT-VALUE}).")
+    String host;
+
+    @Option(names = "--port", defaultValue = "8000", description = "The TCP port; 0 for any free one (${DEFAULT-VALUE}).")
+    int port;
+
+    @Option(names = "--backend", defaultValue = "gpu", description = "gpu or cpu (${DEFAULT-VALUE}).")
+    Backend backend;
+
+    @Option(names = "--devices", defaultValue = "all", paramLabel = "all|I,J,...",
+            description = "The GPUs: all, or ordinals separated by commas; one number is one GPU's ordinal, not a "
+                    + "count (${DEFAULT-VALUE}).")
+    String devices;
+
+    @Option(names = "--queue-capacity", paramLabel = "N",
+            description = "Request pieces the engine queues before it answers 503 (the engine's default, 4096).")
+    Integer queueCapacity;
+
+    @Option(names = "--max-body-bytes", paramLabel = "N", description = "The largest request body; more is a 413.")
+    long maxBodyBytes = ServerLimits.defaults().maxBodyBytes();
+
+    @Option(names = "--max-buffered-bytes", paramLabel = "N",
+            description = "Request-body bytes held at once by all requests; past it a 503.")
+    long maxBufferedBytes = ServerLimits.defaults().maxBufferedBytes();
+
+    @Option(names = "--max-rows", paramLabel = "N", description = "Rows per request; more is a 400.")
+    int maxRows = ServerLimits.defaults().maxRows();
+
+    @Option(names = "--max-elements", paramLabel = "N", description = "Values per request; more is a 400.")
+    long maxElements = ServerLimits.defaults().maxElements();
+
+    @Option(names = "--max-in-flight", paramLabel = "N", description = "Inference requests at once; past it a 503.")
+    int maxInFlight = ServerLimits.defaults().maxInFlight();
+
+    @Option(names = "--request-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "How long a request waits for its answer before a 503 (60s).")
+    Duration requestTimeout = ServerLimits.defaults().requestTimeout();
+
+    @Option(names = "--read-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "How long the server waits for a client's bytes (30s).")
+    Duration readTimeout = ServerLimits.defaults().readTimeout();
+
+    @Option(names = "--shutdown-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "How long a stop lets requests in flight finish (10s).")
+    Duration shutdownTimeout = ServerLimits.defaults().shutdownTimeout();
+
+    private final CountDownLatch stop = new CountDownLatch(1);
+
+    /**
+     * Runs the command line.
+     *
+     * @param args the arguments
+     * @param out where help and the serving line go
+     * @param err where errors go
+     * @return the exit status
+     */
+    static int run(String[] args, PrintWriter out, PrintWriter err) {
+        CommandLine line = new CommandLine(new ServerCommand());
+        line.setOut(out);
+        line.setErr(err);
+        line.setParameterExceptionHandler((e, ignored) -> {
+            err.println("InferenceServer: " + e.getMessage() + " (see --help)");
+            err.flush();
+            return 2;
+        });
+        return line.execute(args);
+    }
+
+    /**
+     * Parses and checks a command line without running it: what the deployment manifests pass.
+     *
+     * @param args the arguments
+     * @return the command, its options set
+     * @throws ParameterException for an unknown or invalid option
+     */
+    static ServerCommand parse(String... args) {
+        ServerCommand command = new ServerCommand();
+        new CommandLine(command).parseArgs(args);
+        command.check();
+        return command;
+    }
+
+    /** The limits the options give. */
+    ServerLimits limits() {
+        try {
+            return new ServerLimits(maxBodyBytes, maxBufferedBytes, maxRows, maxElements, maxInFlight, requestTimeout,
+                    readTimeout, shutdownTimeout);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
+    }
+
+    private void check() {
+        CommandLine line = spec.commandLine();
+        if ((model == null) == (generate == null)) {
+            throw new ParameterException(line, "give exactly one of --model FILE (to serve) and --generate FILE");
+        }
+        if (port < 0 || port > 65535) {
+            throw new ParameterException(line, "--port must be 0 to 65535, got " + port);
+        }
+        if (width < 1 || layers < 1) {
+            throw new ParameterException(line, "--width and --layers must be at least 1");
+        }
+        if (queueCapacity != null && queueCapacity < 1) {
+            throw new ParameterException(line, "--queue-capacity must be at least 1, got " + queueCapacity);
+        }
+        limits();
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        check();
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        if (generate != null) {
+            MlpWeights.random(width, layers, seed).save(generate);
+            out.println("wrote " + generate);
+            return 0;
+        }
+        MlpWeights weights;
+        try {
+            weights = MlpWeights.load(model);
+        } catch (IOException | IllegalArgumentException e) {
+            err.println("InferenceServer: cannot serve " + model + ": " + e.getMessage());
+            return 1;
+        }
+        InferenceBackend served;
+        String where;
+        if (backend == Backend.cpu) {
+            served = new CpuBackend(weights);
+            where = "the CPU";
+        } else {
+            List<CudaDevice> all = Cuda.devices();
+            List<CudaDevice> chosen;
+            try {
+                chosen = deviceOrdinals(devices, all.size()).stream().map(all::get).toList();
+            } catch (IllegalArgumentException e) {
+                throw new ParameterException(spec.commandLine(), e.getMessage());
+            }
+            ServingOptions options = ServingOptions.defaults();
+            if (queueCapacity != null) {
+                options = options.withQueueCapacity(queueCapacity);
+            }
+            served = new EngineBackend(chosen, weights, options);
+            where = String.join(", ", chosen.stream()
+                    .map(d -> "GPU " + d.ordinal() + " (" + d.properties().name() + ")").toList());
+        }
+        InferenceServer server = new InferenceServer(name, served, host, port, limits());
+        for (String signal : new String[] {"TERM", "INT"}) {
+            Signal.handle(new Signal(signal), ignored -> stop.countDown());
+        }
+        out.println("serving " + name + " on http://" + host + ":" + server.port() + " on " + where);
+        out.flush();
+        stop.await();
+        boolean drained = server.shutdown();
+        out.println("stopped" + (drained ? "" : "; some requests did not finish within " + shutdownTimeout
+                + " and were answered 503"));
+        return 0;
+    }
+
+    /**
+     * The GPU ordinals that {@code --devices} names: {@code all}, or ordinals separated by commas.
+     *
+     * @param spec the option's value
+     * @param available how many GPUs the host has
+     * @return the ordinals, in the order given
+     * @throws IllegalArgumentException saying what is wrong with {@code spec}
+     */
+    static List<Integer> deviceOrdinals(String spec, int available) {
+        if (available < 1) {
+            throw new IllegalArgumentException("--devices " + spec + ": this host has no GPU");
+        }
+        if (spec.equals("all")) {
+            return IntStream.range(0, available).boxed().toList();
+        }
+        List<Integer> ordinals = new ArrayList<>();
+        for (String item : spec.split(",", -1)) {
+            if (!item.strip().matches("\\d{1,9}")) {
+                throw new IllegalArgumentException("--devices takes all, or GPU ordinals separated by commas such as "
+                        + "0 or 0,1; got \"" + spec + "\"");
+            }
+            int ordinal = Integer.parseInt(item.strip());
+            if (ordinal >= available) {
+                throw new IllegalArgumentException("--devices names GPU " + ordinal + ", but this host has "
+                        + available + " GPU(s), ordinals 0 to " + (available - 1));
+            }
+            if (ordinals.contains(ordinal)) {
+                throw new IllegalArgumentException("--devices names GPU " + ordinal + " twice");
+            }
+            ordinals.add(ordinal);
+        }
+        return List.copyOf(ordinals);
+    }
+
+    /** Durations as {@code 500ms}, {@code 10s}, {@code 2m}, {@code 1h} or ISO-8601 ({@code PT10S}). */
+    static final class DurationConverter implements CommandLine.ITypeConverter<Duration> {
+        private static final Pattern SIMPLE = Pattern.compile("(\\d{1,9})(ms|s|m|h)");
+
+        @Override
+        public Duration convert(String value) {
+            Matcher simple = SIMPLE.matcher(value.strip());
+            if (simple.matches()) {
+                long amount = Long.parseLong(simple.group(1));
+                return switch (simple.group(2)) {
+                    case "ms" -> Duration.ofMillis(amount);
+                    case "s" -> Duration.ofSeconds(amount);
+                    case "m" -> Duration.ofMinutes(amount);
+                    default -> Duration.ofHours(amount);
+                };
+            }
+            try {
+                return Duration.parse(value.strip());
+            } catch (DateTimeParseException e) {
+                throw new CommandLine.TypeConversionException("'" + value + "' is not a duration such as 500ms, 10s, "
+                        + "2m or PT10S");
+            }
+        }
+    }
+
+    /** The library's version, for {@code --version}. */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            return new String[] {"InferenceServer (cudagraph4j " + Cuda.libraryVersion() + ")"};
+        }
+    }
+}
