@@ -43,12 +43,16 @@ public final class InferenceServer implements AutoCloseable {
                 .host(host)
                 .port(port)
                 .shutdownHook(false) // the command line stops it, draining first
+                .useNio(false).idleConnectionTimeout(limits.readTimeout())
+                .idleConnectionPeriod(limits.readTimeout().dividedBy(4))
                 // Without TCP_NODELAY (Helidon's default leaves Nagle on), a large binary answer's last
                 // segment waited for the client's delayed ACK: on an H200 on 2026-11-29 the 1-64 row
                 // binary mix had a p50 of 42 ms at 800 requests/s and more. aiohttp sets it by default.
-                // The read timeout closes a connection whose client sends nothing (a slow header, an
-                // idle keep-alive) for that long; it never holds engine resources.
-                .connectionOptions(options -> options.tcpNoDelay(true).readTimeout(limits.readTimeout()))
+                .connectionOptions(options -> options.tcpNoDelay(true))
+                // A client that never finishes its headers costs a connection (a virtual thread and a
+                // socket), never engine resources: Helidon 4.5 does not time out a stalled read of the
+                // prologue, so the connections are bounded instead.
+                .maxTcpConnections(limits.maxConnections())
                 .routing(routing -> routing.register(service).error(Throwable.class, service::unexpected))
                 .build()
                 .start();

@@ -11,7 +11,6 @@ import io.helidon.webserver.http.ServerResponse;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
-import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
@@ -19,6 +18,9 @@ import java.util.Optional;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -51,6 +53,8 @@ final class InferenceService implements HttpService {
     private static final String JSON_TYPE = "application/json";
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final int READ_CHUNK = 64 << 10;
+    private static final ScheduledExecutorService WATCHDOG = Executors.newSingleThreadScheduledExecutor(
+            Thread.ofPlatform().name("inference-read-watchdog").daemon().factory());
 
     private final String modelName;
     private final InferenceBackend backend;
@@ -258,7 +262,6 @@ final class InferenceService implements HttpService {
      * buffered-bytes budget as they arrive (or all at once when the length is declared).
      */
     private Body readBody(ServerRequest req, long declared) {
-        long deadline = System.nanoTime() + limits.readTimeout().toNanos();
         int held = 0;
         if (declared >= 0) {
             held = (int) kib(declared);
@@ -266,6 +269,11 @@ final class InferenceService implements HttpService {
                 return new Body(null, busy(), 0);
             }
         }
+        // A read that blocks past the deadline is ended by interrupting this (virtual) thread, which
+        // closes the connection: a client that stops sending holds nothing of the server's past it.
+        ReadDeadline deadline = new ReadDeadline(Thread.currentThread());
+        ScheduledFuture<?> watchdog = WATCHDOG.schedule(deadline::expire, limits.readTimeout().toNanos(),
+                TimeUnit.NANOSECONDS);
         byte[] buffer = new byte[(int) Math.min(declared >= 0 ? declared : READ_CHUNK, limits.maxBodyBytes() + 1)];
         int size = 0;
         try (InputStream in = req.content().inputStream()) {
@@ -290,21 +298,50 @@ final class InferenceService implements HttpService {
                     break;
                 }
                 size += n;
-                if (System.nanoTime() - deadline > 0) {
-                    return new Body(null, new Refusal(Status.REQUEST_TIMEOUT_408, "the request body did not "
-                            + "arrive within " + limits.readTimeout() + " (--read-timeout)"), held);
-                }
             }
-        } catch (IOException | UncheckedIOException e) {
+        } catch (IOException | RuntimeException e) {
+            // A read cut off by the watchdog, a client gone, or Helidon's refusal of the entity (a
+            // malformed chunk, a body past the connection's end).
             Throwable cause = e instanceof UncheckedIOException u ? u.getCause() : e;
-            Status status = cause instanceof SocketTimeoutException ? Status.REQUEST_TIMEOUT_408 : Status.BAD_REQUEST_400;
-            return new Body(null, new Refusal(status, "cannot read the request body: " + cause.getMessage()), held);
-        } catch (RuntimeException e) {
-            // Helidon's own refusals of the entity (a malformed chunk, a body past the connection's end).
-            return new Body(null, new Refusal(Status.BAD_REQUEST_400, "cannot read the request body: "
-                    + e.getMessage()), held);
+            return new Body(null, deadline.expired()
+                    ? new Refusal(Status.REQUEST_TIMEOUT_408, "the request body did not arrive within "
+                            + limits.readTimeout() + " (--read-timeout)")
+                    : new Refusal(Status.BAD_REQUEST_400, "cannot read the request body: " + cause.getMessage()), held);
+        } finally {
+            watchdog.cancel(false);
+            deadline.finish();
         }
         return new Body(size == buffer.length ? buffer : Arrays.copyOf(buffer, size), null, held);
+    }
+
+    /** Interrupts a body's reader once, unless it has finished first. */
+    private static final class ReadDeadline {
+        private final Thread reader;
+        private boolean finished;
+        private boolean expired;
+
+        ReadDeadline(Thread reader) {
+            this.reader = reader;
+        }
+
+        synchronized void expire() {
+            if (!finished) {
+                expired = true;
+                reader.interrupt();
+            }
+        }
+
+        synchronized boolean expired() {
+            return expired;
+        }
+
+        /** Called by the reader: no interrupt comes after this, and one that came is cleared. */
+        synchronized void finish() {
+            finished = true;
+            if (expired) {
+                Thread.interrupted();
+            }
+        }
     }
 
     private Refusal busy() {

@@ -94,12 +94,15 @@ public final class ServerCommand implements Callable<Integer> {
     @Option(names = "--max-in-flight", paramLabel = "N", description = "Inference requests at once; past it a 503.")
     int maxInFlight = ServerLimits.defaults().maxInFlight();
 
+    @Option(names = "--max-connections", paramLabel = "N", description = "TCP connections open at once.")
+    int maxConnections = ServerLimits.defaults().maxConnections();
+
     @Option(names = "--request-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
             description = "How long a request waits for its answer before a 503 (60s).")
     Duration requestTimeout = ServerLimits.defaults().requestTimeout();
 
     @Option(names = "--read-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
-            description = "How long the server waits for a client's bytes (30s).")
+            description = "How long a request's body may take to arrive (30s).")
     Duration readTimeout = ServerLimits.defaults().readTimeout();
 
     @Option(names = "--shutdown-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
@@ -145,8 +148,8 @@ public final class ServerCommand implements Callable<Integer> {
     /** The limits the options give. */
     ServerLimits limits() {
         try {
-            return new ServerLimits(maxBodyBytes, maxBufferedBytes, maxRows, maxElements, maxInFlight, requestTimeout,
-                    readTimeout, shutdownTimeout);
+            return new ServerLimits(maxBodyBytes, maxBufferedBytes, maxRows, maxElements, maxInFlight, maxConnections,
+                    requestTimeout, readTimeout, shutdownTimeout);
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }

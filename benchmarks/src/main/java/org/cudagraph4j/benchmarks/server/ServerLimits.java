@@ -15,16 +15,19 @@ import java.util.Objects;
  * @param maxInFlight inference requests being read, queued or computed at once; past it a {@code 503}
  *     ({@code --max-in-flight}). An HTTP/1.1 connection carries one request at a time, so this is also
  *     the most connections that can hold the engine's attention
+ * @param maxConnections TCP connections open at once; past it new ones wait in the listen backlog
+ *     ({@code --max-connections}). A client that opens a connection and never finishes its headers
+ *     holds one of these, and nothing else
  * @param requestTimeout how long a request may wait for its answer once read; then a {@code 503}, and
  *     its rows are dropped from the engine's queue ({@code --request-timeout})
- * @param readTimeout how long the server waits for a client's bytes: a socket read (the headers, a
- *     keep-alive connection's next request) longer than it closes the connection, and a body not
- *     received within it is a {@code 408} ({@code --read-timeout})
+ * @param readTimeout how long a request's body may take to arrive; past it the connection is closed
+ *     and the request counted as a {@code 408}, its in-flight slot and buffered bytes given back
+ *     ({@code --read-timeout})
  * @param shutdownTimeout how long a stop lets requests in flight finish before it answers the rest
  *     with {@code 503} ({@code --shutdown-timeout})
  */
 public record ServerLimits(long maxBodyBytes, long maxBufferedBytes, int maxRows, long maxElements,
-        int maxInFlight, Duration requestTimeout, Duration readTimeout, Duration shutdownTimeout) {
+        int maxInFlight, int maxConnections, Duration requestTimeout, Duration readTimeout, Duration shutdownTimeout) {
 
     /**
      * Checks the limits.
@@ -38,6 +41,7 @@ public record ServerLimits(long maxBodyBytes, long maxBufferedBytes, int maxRows
         positive("maxRows", maxRows);
         positive("maxElements", maxElements);
         positive("maxInFlight", maxInFlight);
+        positive("maxConnections", maxConnections);
         positive("requestTimeout", Objects.requireNonNull(requestTimeout, "requestTimeout").toNanos());
         positive("readTimeout", Objects.requireNonNull(readTimeout, "readTimeout").toNanos());
         if (Objects.requireNonNull(shutdownTimeout, "shutdownTimeout").isNegative()) {
@@ -60,12 +64,13 @@ public record ServerLimits(long maxBodyBytes, long maxBufferedBytes, int maxRows
 
     /**
      * The defaults: 8 MiB bodies, 256 MiB of bodies at once, 4,096 rows and 4 Mi values per request,
-     * 1,024 requests in flight, 60 s to answer, 30 s of client silence, 10 s to drain on stop.
+     * 1,024 requests in flight, 10,000 connections, 60 s to answer, 30 s for a body to arrive, 10 s
+     * to drain on stop.
      *
      * @return them
      */
     public static ServerLimits defaults() {
-        return new ServerLimits(8L << 20, 256L << 20, 4096, 4L << 20, 1024, Duration.ofSeconds(60),
+        return new ServerLimits(8L << 20, 256L << 20, 4096, 4L << 20, 1024, 10_000, Duration.ofSeconds(60),
                 Duration.ofSeconds(30), Duration.ofSeconds(10));
     }
 
@@ -77,6 +82,6 @@ public record ServerLimits(long maxBodyBytes, long maxBufferedBytes, int maxRows
      */
     public ServerLimits withMaxBodyBytes(long bytes) {
         return new ServerLimits(bytes, Math.max(maxBufferedBytes, 32 * bytes), maxRows, maxElements, maxInFlight,
-                requestTimeout, readTimeout, shutdownTimeout);
+                maxConnections, requestTimeout, readTimeout, shutdownTimeout);
     }
 }
