@@ -312,24 +312,4 @@ class InferenceServerTest {
         assertEquals("{\"0\":70,\"1\":50}", metrics.path("rowsPerDevice").toString());
         assertEquals(404, get("/v2/models/resnet/metrics").statusCode());
     }
-
-    @Test
-    void devicesIsAllOrOrdinalsAndABadValueSaysWhatIsWrong() {
-        assertEquals(List.of(0, 1, 2), ServerCommand.deviceOrdinals("all", 3));
-        assertEquals(List.of(0), ServerCommand.deviceOrdinals("0", 3));
-        assertEquals(List.of(1), ServerCommand.deviceOrdinals("1", 3), "one number is an ordinal, not a count");
-        assertEquals(List.of(2, 0), ServerCommand.deviceOrdinals("2, 0", 3));
-        for (String bad : List.of("", "one", "0,,1", "-1", "0-1", "ALL", "1.0")) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> ServerCommand.deviceOrdinals(bad, 3), bad);
-            assertEquals("--devices takes all, or GPU ordinals separated by commas such as 0 or 0,1; got \"" + bad
-                    + "\"", e.getMessage());
-        }
-        assertEquals("--devices names GPU 2, but this host has 2 GPU(s), ordinals 0 to 1", assertThrows(
-                IllegalArgumentException.class, () -> ServerCommand.deviceOrdinals("0,2", 2)).getMessage());
-        assertEquals("--devices names GPU 1 twice", assertThrows(IllegalArgumentException.class,
-                () -> ServerCommand.deviceOrdinals("1,0,1", 2)).getMessage());
-        assertEquals("--devices all: this host has no GPU", assertThrows(IllegalArgumentException.class,
-                () -> ServerCommand.deviceOrdinals("all", 0)).getMessage());
-    }
 }
