@@ -53,6 +53,7 @@ public final class InferenceServer implements AutoCloseable {
                 // socket), never engine resources: Helidon 4.5 does not time out a stalled read of the
                 // prologue, so the connections are bounded instead.
                 .maxTcpConnections(limits.maxConnections())
+                .directHandlers(MalformedHttp.handlers())
                 .routing(routing -> routing.register(service).error(Throwable.class, service::unexpected))
                 .build()
                 .start();

@@ -53,6 +53,8 @@ final class InferenceService implements HttpService {
     private static final String JSON_TYPE = "application/json";
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final int READ_CHUNK = 64 << 10;
+    /** The most of a refused request's body read and dropped to keep its answer deliverable. */
+    private static final long DRAIN_BYTES = 64L << 20;
     private static final ScheduledExecutorService WATCHDOG = Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().name("inference-read-watchdog").daemon().factory());
 
@@ -101,7 +103,7 @@ final class InferenceService implements HttpService {
         }
         rules.any(model + "/infer", (req, res) -> notAllowed(req, res, "POST"))
                 .any(versioned + "/infer", (req, res) -> notAllowed(req, res, "POST"))
-                .any((req, res) -> error(res, Status.NOT_FOUND_404, "no such endpoint: " + req.prologue().method()
+                .any((req, res) -> refuse(req, res, Status.NOT_FOUND_404, "no such endpoint: " + req.prologue().method()
                         .text() + " " + req.path().rawPath()));
     }
 
@@ -137,9 +139,9 @@ final class InferenceService implements HttpService {
         res.status(Status.OK_200).send(metrics.scrape());
     }
 
-    private static void notAllowed(ServerRequest req, ServerResponse res, String allowed) {
+    private void notAllowed(ServerRequest req, ServerResponse res, String allowed) {
         res.header(HeaderNames.ALLOW, allowed);
-        error(res, Status.METHOD_NOT_ALLOWED_405, req.prologue().method().text() + " is not allowed on "
+        refuse(req, res, Status.METHOD_NOT_ALLOWED_405, req.prologue().method().text() + " is not allowed on "
                 + req.path().rawPath() + "; it takes " + allowed);
     }
 
@@ -147,13 +149,13 @@ final class InferenceService implements HttpService {
     private boolean known(ServerRequest req, ServerResponse res) {
         String name = req.path().pathParameters().get("name");
         if (!modelName.equals(name)) {
-            error(res, Status.NOT_FOUND_404, "unknown model \"" + name + "\"; this server serves \"" + modelName
+            refuse(req, res, Status.NOT_FOUND_404, "unknown model \"" + name + "\"; this server serves \"" + modelName
                     + "\"");
             return false;
         }
         Optional<String> version = req.path().pathParameters().first("version").asOptional();
         if (version.isPresent() && !version.get().equals(KServeProtocol.VERSION)) {
-            error(res, Status.NOT_FOUND_404, "model \"" + modelName + "\" has no version \"" + version.get()
+            refuse(req, res, Status.NOT_FOUND_404, "model \"" + modelName + "\" has no version \"" + version.get()
                     + "\"; its only version is \"" + KServeProtocol.VERSION + "\"");
             return false;
         }
@@ -203,23 +205,23 @@ final class InferenceService implements HttpService {
     /** Serves an inference request that has passed the path checks; the status it was answered with. */
     private int inferCounted(ServerRequest req, ServerResponse res) {
         if (draining) {
-            return error(res, Status.SERVICE_UNAVAILABLE_503, "the server is shutting down");
+            return refuse(req, res, Status.SERVICE_UNAVAILABLE_503, "the server is shutting down");
         }
         if (!inFlight.tryAcquire()) {
-            return error(res, Status.SERVICE_UNAVAILABLE_503, "the server has " + limits.maxInFlight()
+            return refuse(req, res, Status.SERVICE_UNAVAILABLE_503, "the server has " + limits.maxInFlight()
                     + " inference requests in flight, its limit (--max-in-flight); try again later");
         }
         int heldKib = 0;
         try {
             long declared = req.headers().contentLength().orElse(-1);
             if (declared > limits.maxBodyBytes()) {
-                return error(res, Status.REQUEST_ENTITY_TOO_LARGE_413, "the request body of " + declared
+                return refuse(req, res, Status.REQUEST_ENTITY_TOO_LARGE_413, "the request body of " + declared
                         + " bytes is over the limit of " + limits.maxBodyBytes() + " (--max-body-bytes)");
             }
             Body read = readBody(req, declared);
             heldKib = read.heldKib();
             if (read.refusal() != null) {
-                return error(res, read.refusal().status(), read.refusal().message());
+                return refuse(req, res, read.refusal().status(), read.refusal().message());
             }
             KServeProtocol.Request request = protocol.parse(read.bytes(),
                     req.headers().first(HeaderNames.create(KServeProtocol.HEADER_LENGTH)).orElse(null));
@@ -398,6 +400,42 @@ final class InferenceService implements HttpService {
 
     private static int error(ServerResponse res, Status status, String message) {
         return send(res, status, KServeProtocol.error(message));
+    }
+
+    /**
+     * An error answered before the request's body was read. The rest of the body, up to
+     * {@link #DRAIN_BYTES} and within the read timeout, is read and dropped first: closing a
+     * connection with request bytes unread resets it, and the reset can discard the answer before
+     * the client reads it. A body past that bound closes the connection after the answer.
+     */
+    private int refuse(ServerRequest req, ServerResponse res, Status status, String message) {
+        if (!req.content().consumed() && !drain(req)) {
+            res.header(HeaderNames.CONNECTION, "close");
+        }
+        return error(res, status, message);
+    }
+
+    /** Reads and drops what is left of the body; whether all of it was read. */
+    private boolean drain(ServerRequest req) {
+        long declared = req.headers().contentLength().orElse(-1);
+        if (declared < 0 || declared > DRAIN_BYTES) {
+            return false;
+        }
+        ReadDeadline deadline = new ReadDeadline(Thread.currentThread());
+        ScheduledFuture<?> watchdog = WATCHDOG.schedule(deadline::expire, limits.readTimeout().toNanos(),
+                TimeUnit.NANOSECONDS);
+        try (InputStream in = req.content().inputStream()) {
+            byte[] sink = new byte[READ_CHUNK];
+            while (in.read(sink) >= 0) {
+                // dropped
+            }
+            return true;
+        } catch (IOException | RuntimeException e) {
+            return false;
+        } finally {
+            watchdog.cancel(false);
+            deadline.finish();
+        }
     }
 
     private static int send(ServerResponse res, Status status, byte[] body) {
