@@ -111,6 +111,7 @@ class InferenceEngineTest {
             assertTrue(metrics.batches() < pieces.get(), "pieces were batched together: " + metrics);
             assertEquals(0, metrics.queued());
             assertTrue(metrics.latencyP50Micros() > 0 && metrics.latencyP99Micros() >= metrics.latencyP50Micros());
+            assertTrue(metrics.queueMicros() > 0, "every piece waited for its batch: " + metrics);
         }
     }
 
