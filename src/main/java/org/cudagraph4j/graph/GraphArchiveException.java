@@ -32,6 +32,7 @@ public final class GraphArchiveException extends RuntimeException {
         UNSUPPORTED
     }
 
+    /** Why the archive was refused. */
     private final Reason reason;
 
     GraphArchiveException(Reason reason, String message) {
