@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -28,9 +27,10 @@ import org.cudagraph4j.graph.StreamCapture;
 /**
  * A lane on one device: a stream; pinned staging and device buffers for the largest bucket, which
  * every bucket's graph shares (a bucket of n rows uses their first n rows); and an executable per
- * captured bucket. A batch is one host-to-device copy, the graph launch (or the model's kernels,
- * before its bucket is captured), one device-to-host copy and one synchronization of this lane's
- * stream, on this lane's worker thread.
+ * captured bucket. The engine writes a batch's rows straight into the input staging and reads
+ * each answer straight from the output staging; a batch is one host-to-device copy, the graph
+ * launch (or the model's kernels, before its bucket is captured), one device-to-host copy of the
+ * batch's rows and one synchronization of this lane's stream, on this lane's worker thread.
  */
 final class CudaLane implements Lane {
     private static final System.Logger LOG = System.getLogger(InferenceEngine.class.getName());
@@ -50,6 +50,8 @@ final class CudaLane implements Lane {
     private final DeviceBuffer input;
     private final DeviceBuffer output;
     private final GraphExec[] execs;
+    /** Each bucket's index in {@link #buckets}, by size: a batch looks its graph up without boxing. */
+    private final int[] bucketIndex;
     private final List<CaptureReport> reports = Collections.synchronizedList(new ArrayList<>());
     /** Buckets still to capture, in capture order. */
     private final List<Integer> toCapture;
@@ -67,6 +69,10 @@ final class CudaLane implements Lane {
         this.buckets = ladder.sizes();
         this.execs = new GraphExec[buckets.size()];
         int largest = ladder.largest();
+        this.bucketIndex = new int[largest + 1];
+        for (int i = 0; i < buckets.size(); i++) {
+            bucketIndex[buckets.get(i)] = i;
+        }
         bind();
         List<AutoCloseable> made = new ArrayList<>();
         try {
@@ -113,30 +119,38 @@ final class CudaLane implements Lane {
     }
 
     @Override
-    public float[] run(int bucket, float[] rows, int rowCount) {
-        MemorySegment staged = stagedInput.segment();
-        long usedBytes = (long) Float.BYTES * rowCount * inputWidth;
-        MemorySegment.copy(rows, 0, staged, ValueLayout.JAVA_FLOAT, 0, rowCount * inputWidth);
+    public MemorySegment input() {
+        return stagedInput.segment();
+    }
+
+    @Override
+    public MemorySegment output() {
+        return stagedOutput.segment();
+    }
+
+    @Override
+    public void run(int bucket, int rows) {
         // Pad rows are zeros, so that the model never sees last batch's rows (or NaN) in them.
-        staged.asSlice(usedBytes, (long) Float.BYTES * (bucket - rowCount) * inputWidth).fill((byte) 0);
+        long rowBytes = (long) Float.BYTES * inputWidth;
+        stagedInput.segment().asSlice(rows * rowBytes, (bucket - rows) * rowBytes).fill((byte) 0);
         DeviceBuffer in = input.slice(0, (long) bucket * inputWidth);
         DeviceBuffer out = output.slice(0, (long) bucket * outputWidth);
-        in.copyFromAsync(staged.asSlice(0, in.byteSize()), stream);
-        GraphExec exec = execs[buckets.indexOf(bucket)];
+        in.copyFromAsync(stagedInput.segment().asSlice(0, in.byteSize()), stream);
+        GraphExec exec = execs[bucketIndex[bucket]];
         if (exec != null) {
             exec.launch(stream);
         } else {
             model.forward(stream, bucket, in, out);
         }
-        out.copyToAsync(stagedOutput.segment().asSlice(0, out.byteSize()), stream);
+        // Only the batch's own rows come back: the pad rows' outputs are never read.
+        out.slice(0, (long) rows * outputWidth).copyToAsync(
+                stagedOutput.segment().asSlice(0, (long) Float.BYTES * rows * outputWidth), stream);
         stream.synchronize();
-        return stagedOutput.segment().asSlice(0, (long) Float.BYTES * rowCount * outputWidth)
-                .toArray(ValueLayout.JAVA_FLOAT);
     }
 
     @Override
     public boolean hasGraph(int bucket) {
-        return execs[buckets.indexOf(bucket)] != null;
+        return execs[bucketIndex[bucket]] != null;
     }
 
     @Override
@@ -175,7 +189,7 @@ final class CudaLane implements Lane {
         try (graph) {
             GraphExec exec = graph.instantiate(stream, InstantiateFlag.UPLOAD);
             stream.synchronize();
-            execs[buckets.indexOf(bucket)] = exec;
+            execs[bucketIndex[bucket]] = exec;
             if (archive != null && !loaded) {
                 save(graph, archive, bucket);
             }

@@ -3,6 +3,7 @@ package org.cudagraph4j.serving;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -10,8 +11,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.TreeMap;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.Semaphore;
@@ -36,10 +35,13 @@ import org.cudagraph4j.CudaException;
  * }
  * }</pre>
  *
- * <p>One dispatcher thread gathers queued requests into a batch until it holds the largest bucket
- * or the first request has waited {@link ServingOptions#maxWait()}, then hands it to an idle lane;
- * each lane (its own stream, buffers, graphs and model copy) runs batches on its own platform
- * thread, so no thread blocks per request and the lanes' copies and kernels overlap. A request of
+ * <p>Batching is work-conserving: each lane (its own stream, buffers, graphs and model copy, on a
+ * platform thread of its own) takes requests from one queue as soon as it is free, so a request
+ * that finds a lane idle starts at once, and a batch is whatever queued while every lane was busy
+ * (with {@link ServingOptions#maxWait()} above zero, a lane also waits that long for more). A
+ * lane copies each request's rows straight into its pinned input staging, at their offset in the
+ * batch, and each answer straight from its pinned output staging into the request's result, and
+ * completes the futures itself: one copy each way and one thread hand-off each way. A request of
  * more rows than the largest bucket is split into pieces, served in separate batches and joined
  * in order. The queue is bounded ({@link QueueFullException}); every request has a deadline
  * ({@link java.util.concurrent.TimeoutException}); cancelling a future drops its rows without
@@ -60,14 +62,16 @@ public final class InferenceEngine implements AutoCloseable {
 
     private final int inputWidth;
     private final int outputWidth;
+    private final long inputRowBytes;
+    private final long outputRowBytes;
     private final ServingOptions options;
+    private final long maxWaitNanos;
+    private final long idleSpinNanos;
     private final BucketLadder ladder;
     private final List<Lane> lanes;
     private final LinkedBlockingQueue<Piece> queue = new LinkedBlockingQueue<>();
     private final Semaphore capacity;
-    private final BlockingQueue<Worker> idle;
     private final List<Worker> workers = new ArrayList<>();
-    private final Thread dispatcher;
     /** Submissions hold it shared; close takes it exclusively, so nothing is queued after closing. */
     private final ReentrantReadWriteLock admission = new ReentrantReadWriteLock();
     private volatile boolean closing;
@@ -90,49 +94,78 @@ public final class InferenceEngine implements AutoCloseable {
     private final Map<Integer, AtomicLong> perBucket = new TreeMap<>();
     private final LatencyHistogram latency = new LatencyHistogram();
 
-    /** One request: its rows, its output, and how many of its pieces are still to be served. */
-    private static final class Request {
-        final float[] input;
-        final float[] output;
+    /**
+     * One request: where its rows are read from and its answer written to, what its future
+     * completes with, and how many of its pieces are still to be served.
+     */
+    private static final class Request<T> {
+        final MemorySegment input;
+        final MemorySegment output;
+        final T answer;
         final AtomicInteger piecesLeft;
-        final CompletableFuture<float[]> future = new CompletableFuture<>();
+        final CompletableFuture<T> future = new CompletableFuture<>();
         final long submittedNanos = System.nanoTime();
 
-        Request(float[] input, int outputFloats, int pieces) {
+        Request(MemorySegment input, MemorySegment output, T answer, int pieces) {
             this.input = input;
-            this.output = new float[outputFloats];
+            this.output = output;
+            this.answer = answer;
             this.piecesLeft = new AtomicInteger(pieces);
+        }
+
+        void pieceServed() {
+            if (piecesLeft.decrementAndGet() == 0) {
+                future.complete(answer);
+            }
         }
     }
 
-    /** Rows {@code [firstRow, firstRow + rows)} of a request: what a batch carries. */
-    private record Piece(Request request, int firstRow, int rows, ServingEvents.QueueWait queueWait) {
-        Piece(Request request, int firstRow, int rows) {
-            this(request, firstRow, rows, new ServingEvents.QueueWait());
-            queueWait.rows = rows;
-            queueWait.begin();
+    /**
+     * Rows {@code [firstRow, firstRow + rows)} of a request: what a batch carries. Its queue-wait
+     * event is null unless Flight Recorder records it, so that no event is made per piece otherwise.
+     */
+    private record Piece(Request<?> request, int firstRow, int rows, ServingEvents.QueueWait queueWait) {
+        static Piece of(Request<?> request, int firstRow, int rows) {
+            ServingEvents.QueueWait event = new ServingEvents.QueueWait();
+            if (!event.isEnabled()) {
+                return new Piece(request, firstRow, rows, null);
+            }
+            event.rows = rows;
+            event.begin();
+            return new Piece(request, firstRow, rows, event);
         }
     }
 
     InferenceEngine(int inputWidth, int outputWidth, List<? extends Lane> lanes, ServingOptions options) {
         this.inputWidth = inputWidth;
         this.outputWidth = outputWidth;
+        this.inputRowBytes = (long) Float.BYTES * inputWidth;
+        this.outputRowBytes = (long) Float.BYTES * outputWidth;
         this.options = options;
+        this.maxWaitNanos = options.maxWait().toNanos();
+        this.idleSpinNanos = options.idleSpin().toNanos();
         this.ladder = options.ladder();
         this.lanes = List.copyOf(lanes);
         this.capacity = new Semaphore(options.queueCapacity());
-        this.idle = new ArrayBlockingQueue<>(lanes.size());
         for (int size : ladder.sizes()) {
             perBucket.put(size, new AtomicLong());
         }
+        for (Lane lane : this.lanes) {
+            if (lane.input().byteSize() < ladder.largest() * inputRowBytes
+                    || lane.output().byteSize() < ladder.largest() * outputRowBytes) {
+                throw new IllegalArgumentException("a lane's staging holds fewer than the largest bucket's "
+                        + ladder.largest() + " rows");
+            }
+        }
         int engine = ENGINES.incrementAndGet();
         for (int i = 0; i < this.lanes.size(); i++) {
-            Worker worker = new Worker(i, this.lanes.get(i));
-            workers.add(worker);
-            idle.add(worker);
-            worker.thread = Thread.ofPlatform().name("inference-" + engine + "-lane-" + i).daemon().start(worker);
+            workers.add(new Worker(i, this.lanes.get(i)));
         }
-        dispatcher = Thread.ofPlatform().name("inference-" + engine + "-dispatcher").daemon().start(this::dispatch);
+        for (Worker worker : workers) {
+            worker.thread = Thread.ofPlatform().name("inference-" + engine + "-lane-" + worker.index).daemon()
+                    .unstarted(worker);
+        }
+        workers.forEach(worker -> worker.thread.start());
         LOG.log(Level.INFO, "inference engine {0} serving: {1} lane(s) on device(s) {2}, buckets {3}, {4} capture",
                 engine, this.lanes.size(), this.lanes.stream().map(Lane::deviceOrdinal).distinct().sorted().toList(),
                 ladder.sizes(), options.capturePolicy());
@@ -206,9 +239,10 @@ public final class InferenceEngine implements AutoCloseable {
     }
 
     /**
-     * Queues a request.
+     * Queues a request. Its rows are read when their batch runs, straight into the lane's pinned
+     * staging: leave {@code rows} unchanged until the future completes.
      *
-     * @param rows {@code n * inputWidth} floats, row after row, {@code n >= 1}; the engine copies them
+     * @param rows {@code n * inputWidth} floats, row after row, {@code n >= 1}
      * @return the future of the {@code n * outputWidth} output floats. It fails with
      *     {@link QueueFullException} at once if the queue is full, {@link EngineUnhealthyException} if the engine is
      *     unhealthy, {@link IllegalStateException} if it is closed, a {@link java.util.concurrent.TimeoutException}
@@ -222,30 +256,78 @@ public final class InferenceEngine implements AutoCloseable {
             throw new IllegalArgumentException("a request is a whole number of rows of " + inputWidth
                     + " floats, got " + rows.length + " floats");
         }
-        return enqueue(rows.clone());
+        float[] answer = new float[rows.length / inputWidth * outputWidth];
+        return enqueue(MemorySegment.ofArray(rows), MemorySegment.ofArray(answer), answer);
     }
 
     /**
      * Queues a request whose rows are in native or heap memory, as {@link #submit(float[])} does.
+     * Rows that any thread can read (heap memory, or a global, automatic or shared arena's) are
+     * read when their batch runs: keep them unchanged, and their arena open, until the future
+     * completes (a request whose arena closed first fails with {@link IllegalStateException}).
+     * Rows of a confined arena are copied before this returns.
      *
-     * @param rows {@code n * inputWidth} floats, row after row; read before this returns
+     * @param rows {@code n * inputWidth} floats in native byte order, row after row
      * @return the future of the {@code n * outputWidth} output floats, as for {@link #submit(float[])}
      * @throws IllegalArgumentException if {@code rows} is empty or not a whole number of rows
      * @throws NullPointerException if {@code rows} is null
      */
     public CompletableFuture<float[]> submit(MemorySegment rows) {
-        Objects.requireNonNull(rows, "rows");
-        long rowBytes = (long) Float.BYTES * inputWidth;
-        if (rows.byteSize() == 0 || rows.byteSize() % rowBytes != 0) {
-            throw new IllegalArgumentException("a request is a whole number of rows of " + rowBytes + " bytes, got "
-                    + rows.byteSize() + " bytes");
-        }
-        return enqueue(rows.toArray(ValueLayout.JAVA_FLOAT));
+        checkRows(rows);
+        float[] answer = new float[(int) (rows.byteSize() / inputRowBytes) * outputWidth];
+        return enqueue(readable(rows), MemorySegment.ofArray(answer), answer);
     }
 
-    private CompletableFuture<float[]> enqueue(float[] input) {
-        int rowCount = input.length / inputWidth;
-        List<Integer> pieces = ladder.pieces(rowCount);
+    /**
+     * Queues a request whose answer is written into {@code output}, for a server that sends its
+     * response from there: the rows are read as {@link #submit(MemorySegment)} reads them, and the
+     * answer goes straight from the lane's pinned staging into {@code output}.
+     *
+     * @param rows {@code n * inputWidth} floats in native byte order, row after row
+     * @param output {@code n * outputWidth} floats' room, writable by any thread (heap memory, or a
+     *     global, automatic or shared arena's), left alone until the future completes. A batch
+     *     already copying when the future is cancelled or times out may still write it, so give up
+     *     a cancelled request's output rather than reuse it at once
+     * @return the future, which completes with {@code output} once it holds the answer, or fails as
+     *     for {@link #submit(float[])}
+     * @throws IllegalArgumentException if {@code rows} is empty or not a whole number of rows, or
+     *     {@code output} is read-only, of another size, or confined to a thread
+     * @throws NullPointerException if an argument is null
+     */
+    public CompletableFuture<MemorySegment> submit(MemorySegment rows, MemorySegment output) {
+        checkRows(rows);
+        Objects.requireNonNull(output, "output");
+        long needed = rows.byteSize() / inputRowBytes * outputRowBytes;
+        if (output.byteSize() != needed || output.isReadOnly()) {
+            throw new IllegalArgumentException("the output of " + rows.byteSize() / inputRowBytes + " rows is a "
+                    + "writable segment of " + needed + " bytes, got " + (output.isReadOnly() ? "a read-only one of "
+                    : "one of ") + output.byteSize());
+        }
+        if (!output.isAccessibleBy(workers.getFirst().thread)) {
+            throw new IllegalArgumentException("the output is confined to its arena's thread, and the engine's lanes "
+                    + "write it: give a segment of heap memory or of a global, automatic or shared arena");
+        }
+        return enqueue(readable(rows), output, output);
+    }
+
+    private void checkRows(MemorySegment rows) {
+        Objects.requireNonNull(rows, "rows");
+        if (rows.byteSize() == 0 || rows.byteSize() % inputRowBytes != 0) {
+            throw new IllegalArgumentException("a request is a whole number of rows of " + inputRowBytes
+                    + " bytes, got " + rows.byteSize() + " bytes");
+        }
+    }
+
+    /** {@code rows}, or a heap copy where the lanes could not read them (a confined arena's). */
+    private MemorySegment readable(MemorySegment rows) {
+        return rows.isAccessibleBy(workers.getFirst().thread) ? rows
+                : MemorySegment.ofArray(rows.toArray(ValueLayout.JAVA_FLOAT));
+    }
+
+    private <T> CompletableFuture<T> enqueue(MemorySegment input, MemorySegment output, T answer) {
+        int rowCount = (int) (input.byteSize() / inputRowBytes);
+        int largest = ladder.largest();
+        int pieces = (rowCount + largest - 1) / largest;
         admission.readLock().lock();
         try {
             CudaException poisoned = poison;
@@ -255,17 +337,15 @@ public final class InferenceEngine implements AutoCloseable {
             if (closing) {
                 return CompletableFuture.failedFuture(new IllegalStateException("the inference engine is closed"));
             }
-            if (!capacity.tryAcquire(pieces.size())) {
+            if (!capacity.tryAcquire(pieces)) {
                 rejected.increment();
-                return CompletableFuture.failedFuture(new QueueFullException(pieces.size(), options.queueCapacity()));
+                return CompletableFuture.failedFuture(new QueueFullException(pieces, options.queueCapacity()));
             }
-            Request request = new Request(input, rowCount * outputWidth, pieces.size());
+            Request<T> request = new Request<>(input, output, answer, pieces);
             request.future.orTimeout(options.requestTimeout().toNanos(), TimeUnit.NANOSECONDS);
             request.future.whenComplete((result, failure) -> finished(request, failure));
-            int first = 0;
-            for (int size : pieces) {
-                queue.add(new Piece(request, first, size));
-                first += size;
+            for (int first = 0; first < rowCount; first += largest) {
+                queue.add(Piece.of(request, first, Math.min(largest, rowCount - first)));
             }
             requests.increment();
             return request.future;
@@ -274,7 +354,7 @@ public final class InferenceEngine implements AutoCloseable {
         }
     }
 
-    private void finished(Request request, Throwable failure) {
+    private void finished(Request<?> request, Throwable failure) {
         if (failure == null) {
             completed.increment();
             latency.record(TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - request.submittedNanos));
@@ -283,58 +363,14 @@ public final class InferenceEngine implements AutoCloseable {
         }
     }
 
-    /** The dispatcher: gathers batches and hands each to an idle lane, until closing has drained the queue. */
-    private void dispatch() {
-        Piece carried = null;
-        try {
-            while (true) {
-                Piece first = carried != null ? carried : take(POLL_NANOS);
-                carried = null;
-                if (first == null) {
-                    if (closing && queue.isEmpty()) {
-                        return;
-                    }
-                    continue;
-                }
-                if (!servable(first)) {
-                    continue;
-                }
-                List<Piece> batch = new ArrayList<>(List.of(first));
-                int rows = first.rows();
-                long deadline = System.nanoTime() + options.maxWait().toNanos();
-                while (rows < ladder.largest()) {
-                    long wait = deadline - System.nanoTime();
-                    Piece next = take(wait > 0 && !closing ? wait : 0);
-                    if (next == null) {
-                        break;
-                    }
-                    if (!servable(next)) {
-                        continue;
-                    }
-                    if (rows + next.rows() > ladder.largest()) {
-                        carried = next;
-                        break;
-                    }
-                    batch.add(next);
-                    rows += next.rows();
-                }
-                idle.take().assigned.add(batch);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        } finally {
-            if (carried != null) {
-                fail(List.of(carried), new IllegalStateException("the inference engine closed before serving it"));
-            }
-        }
-    }
-
     /** The next queued piece, waiting up to {@code nanos}; its queue slot is free from here on. */
     private Piece take(long nanos) throws InterruptedException {
         Piece piece = nanos > 0 ? queue.poll(nanos, TimeUnit.NANOSECONDS) : queue.poll();
         if (piece != null) {
             capacity.release();
-            piece.queueWait().commit();
+            if (piece.queueWait() != null) {
+                piece.queueWait().commit();
+            }
         }
         return piece;
     }
@@ -361,15 +397,20 @@ public final class InferenceEngine implements AutoCloseable {
         return true;
     }
 
-    /** A lane's thread: runs the batches the dispatcher assigns and, when idle under lazy capture, captures. */
+    /**
+     * A lane's thread: takes whatever is queued as its batch whenever it is free, runs it, answers
+     * it, and, when idle under lazy capture, captures. It ends once the engine is closing and the
+     * queue is empty.
+     */
     private final class Worker implements Runnable {
         private final int index;
         private final Lane lane;
-        private final BlockingQueue<List<Piece>> assigned = new ArrayBlockingQueue<>(1);
+        private final List<Piece> batch = new ArrayList<>();
+        /** A piece taken that did not fit the last batch: the first of the next. */
+        private Piece carried;
         /** This lane's share of the counters, summed per device by {@link InferenceEngine#metrics()}. */
         private final LongAdder batchesRun = new LongAdder();
         private final LongAdder rowsRun = new LongAdder();
-        private volatile boolean stopping;
         private Thread thread;
 
         Worker(int index, Lane lane) {
@@ -381,24 +422,98 @@ public final class InferenceEngine implements AutoCloseable {
         public void run() {
             lane.bind();
             boolean capturing = options.capturePolicy() == CapturePolicy.LAZY;
-            while (true) {
-                List<Piece> batch;
-                try {
-                    batch = capturing ? assigned.poll() : assigned.poll(POLL_NANOS, TimeUnit.NANOSECONDS);
-                } catch (InterruptedException e) {
+            try {
+                while (true) {
+                    Piece first = carried != null ? carried : take(0);
+                    carried = null;
+                    if (first == null) {
+                        first = spin();
+                    }
+                    if (first == null) {
+                        if (capturing) {
+                            capturing = captureOne();
+                            continue;
+                        }
+                        if (closing && queue.isEmpty()) { // closing first: once it is set, nothing more is queued
+                            return;
+                        }
+                        first = take(POLL_NANOS);
+                        if (first == null) {
+                            continue;
+                        }
+                    }
+                    if (servable(first)) {
+                        serve(first);
+                    }
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } finally {
+                if (carried != null) {
+                    carried.request().future.completeExceptionally(
+                            new IllegalStateException("the inference engine closed before serving it"));
+                }
+            }
+        }
+
+        /**
+         * Gathers and runs a batch. Whatever goes wrong (an out-of-memory error in a future's
+         * callback, say) fails the batch, not the lane: a lane thread that ended would leave its
+         * share of the queue to time out.
+         */
+        private void serve(Piece first) throws InterruptedException {
+            try {
+                gather(first);
+                execute();
+            } catch (RuntimeException | Error e) {
+                LOG.log(Level.WARNING, "lane " + index + " failed serving a batch", e);
+                fail(batch, e);
+            }
+        }
+
+        /** Polls the queue for up to the idle spin: a request arriving meanwhile needs no wake-up. */
+        private Piece spin() throws InterruptedException {
+            if (idleSpinNanos == 0) {
+                return null;
+            }
+            long until = System.nanoTime() + idleSpinNanos;
+            do {
+                Thread.onSpinWait();
+                Piece piece = take(0);
+                if (piece != null) {
+                    return piece;
+                }
+            } while (System.nanoTime() - until < 0);
+            return null;
+        }
+
+        /**
+         * Makes the batch: {@code first}, then what is queued, up to the largest bucket, waiting up
+         * to {@link ServingOptions#maxWait()} for more where it is above zero.
+         */
+        private void gather(Piece first) throws InterruptedException {
+            batch.clear();
+            batch.add(first);
+            int rows = first.rows();
+            long deadline = System.nanoTime() + maxWaitNanos;
+            while (rows < ladder.largest()) {
+                Piece next = take(0);
+                if (next == null && maxWaitNanos > 0 && !closing) {
+                    long wait = deadline - System.nanoTime();
+                    next = wait > 0 ? take(wait) : null;
+                }
+                if (next == null) {
                     return;
                 }
-                if (batch == null) {
-                    if (stopping) {
-                        return;
-                    }
-                    if (capturing) {
-                        capturing = captureOne();
-                    }
+                if (!servable(next)) {
                     continue;
                 }
-                execute(batch);
-                idle.add(this);
+                if (rows + next.rows() > ladder.largest()) {
+                    carried = next;
+                    return;
+                }
+                batch.add(next);
+                rows += next.rows();
             }
         }
 
@@ -415,16 +530,13 @@ public final class InferenceEngine implements AutoCloseable {
             }
         }
 
-        private void execute(List<Piece> batch) {
-            int rows = batch.stream().mapToInt(Piece::rows).sum();
-            int bucket = ladder.bucketFor(rows);
-            float[] input = new float[rows * inputWidth];
-            int at = 0;
-            for (Piece piece : batch) {
-                System.arraycopy(piece.request().input, piece.firstRow() * inputWidth, input, at * inputWidth,
-                        piece.rows() * inputWidth);
-                at += piece.rows();
+        /** Copies the batch's rows in, runs it, copies each answer out and completes what is whole. */
+        private void execute() {
+            int rows = stage();
+            if (rows == 0) {
+                return;
             }
+            int bucket = ladder.bucketFor(rows);
             boolean graph = lane.hasGraph(bucket);
             ServingEvents.Batch event = new ServingEvents.Batch();
             event.lane = index;
@@ -433,9 +545,8 @@ public final class InferenceEngine implements AutoCloseable {
             event.graph = graph;
             event.begin();
             long started = System.nanoTime();
-            float[] output;
             try {
-                output = lane.run(bucket, input, rows);
+                lane.run(bucket, rows);
                 computeNanos.add(System.nanoTime() - started);
                 event.succeeded = true;
                 event.commit();
@@ -453,11 +564,6 @@ public final class InferenceEngine implements AutoCloseable {
                 fail(batch, e);
                 return;
             }
-            if (output.length != rows * outputWidth) {
-                fail(batch, new IllegalStateException("the lane returned " + output.length + " floats for " + rows
-                        + " rows of " + outputWidth));
-                return;
-            }
             batches.increment();
             (graph ? graphLaunches : eagerLaunches).increment();
             rowsServed.add(rows);
@@ -465,17 +571,51 @@ public final class InferenceEngine implements AutoCloseable {
             perBucket.get(bucket).incrementAndGet();
             batchesRun.increment();
             rowsRun.add(rows);
-            at = 0;
+            MemorySegment staged = lane.output();
+            long at = 0;
             for (Piece piece : batch) {
-                Request request = piece.request();
+                Request<?> request = piece.request();
                 queueNanos.add(started - request.submittedNanos);
-                System.arraycopy(output, at * outputWidth, request.output, piece.firstRow() * outputWidth,
-                        piece.rows() * outputWidth);
-                at += piece.rows();
-                if (request.piecesLeft.decrementAndGet() == 0) {
-                    request.future.complete(request.output);
+                if (request.future.isDone()) { // cancelled or timed out meanwhile: its output is left alone
+                    at += piece.rows();
+                    continue;
                 }
+                try {
+                    MemorySegment.copy(staged, at * outputRowBytes, request.output, piece.firstRow() * outputRowBytes,
+                            piece.rows() * outputRowBytes);
+                    request.pieceServed();
+                } catch (RuntimeException e) { // the caller's output arena closed, or another thread holds it
+                    request.future.completeExceptionally(new IllegalStateException(
+                            "the answer could not be written to the request's output: " + e.getMessage(), e));
+                }
+                at += piece.rows();
             }
+        }
+
+        /**
+         * Copies each piece's rows into the lane's input staging, one after another; a piece whose
+         * rows cannot be read (its arena closed) fails its request and leaves the batch.
+         *
+         * @return the rows staged
+         */
+        private int stage() {
+            MemorySegment staged = lane.input();
+            int rows = 0;
+            int kept = 0;
+            for (Piece piece : batch) {
+                try {
+                    MemorySegment.copy(piece.request().input, piece.firstRow() * inputRowBytes, staged,
+                            rows * inputRowBytes, piece.rows() * inputRowBytes);
+                } catch (RuntimeException e) {
+                    piece.request().future.completeExceptionally(new IllegalStateException(
+                            "the request's rows could not be read: " + e.getMessage(), e));
+                    continue;
+                }
+                batch.set(kept++, piece);
+                rows += piece.rows();
+            }
+            batch.subList(kept, batch.size()).clear();
+            return rows;
         }
     }
 
@@ -551,7 +691,7 @@ public final class InferenceEngine implements AutoCloseable {
     @Override
     public void close() {
         Thread self = Thread.currentThread();
-        if (self == dispatcher || workers.stream().anyMatch(worker -> worker.thread == self)) {
+        if (workers.stream().anyMatch(worker -> worker.thread == self)) {
             throw new IllegalStateException("close() on one of the engine's own threads (in a future's callback?) "
                     + "would wait for itself; close the engine from another thread");
         }
@@ -566,13 +706,15 @@ public final class InferenceEngine implements AutoCloseable {
             admission.writeLock().unlock();
         }
         try {
-            dispatcher.join(options.closeTimeout());
-            if (dispatcher.isAlive()) {
-                abandoning = true;
-                dispatcher.join();
-            }
+            long deadline = System.nanoTime() + options.closeTimeout().toNanos();
             for (Worker worker : workers) {
-                worker.stopping = true;
+                long left = deadline - System.nanoTime();
+                if (left > 0) {
+                    worker.thread.join(Duration.ofNanos(left));
+                }
+            }
+            if (workers.stream().anyMatch(worker -> worker.thread.isAlive())) {
+                abandoning = true;
             }
             for (Worker worker : workers) {
                 worker.thread.join();

@@ -1,6 +1,10 @@
 package org.cudagraph4j.serving;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -11,8 +15,10 @@ import java.util.function.Function;
 
 /**
  * A lane without a GPU, for the engine's logic: output row = (sum of the input row, 2 × its first
- * float), computed in the lane, so any row served with another request's data shows. It can hold
- * batches at a gate, fail chosen batches, capture buckets lazily, and claim any device ordinal.
+ * float), computed in the lane from its staging, so any row served with another request's data
+ * shows. Its staging holds the largest capturable bucket, in shared memory as a pinned buffer is
+ * readable by any thread. It can hold batches at a gate, fail chosen batches, capture buckets
+ * lazily, and claim any device ordinal.
  */
 final class FakeLane implements Lane {
     static final int IN = 3;
@@ -21,7 +27,13 @@ final class FakeLane implements Lane {
     private final Set<Integer> captured = ConcurrentHashMap.newKeySet();
     private final List<Integer> toCapture;
     private final int device;
-    final List<Integer> buckets = java.util.Collections.synchronizedList(new ArrayList<>());
+    private final MemorySegment input;
+    private final MemorySegment output;
+    /** Set once a batch has entered {@link #run}, before its gate. */
+    final CountDownLatch entered = new CountDownLatch(1);
+    /** The rows of the batch that entered {@link #run} last. */
+    volatile int enteredRows;
+    final List<Integer> buckets = Collections.synchronizedList(new ArrayList<>());
     final AtomicInteger rowsRun = new AtomicInteger();
     volatile CountDownLatch gate = new CountDownLatch(0);
     volatile long delayNanos;
@@ -36,6 +48,9 @@ final class FakeLane implements Lane {
     FakeLane(List<Integer> capturable, int device) {
         this.toCapture = new ArrayList<>(capturable);
         this.device = device;
+        int largest = Collections.max(capturable);
+        this.input = Arena.ofAuto().allocate((long) Float.BYTES * largest * IN);
+        this.output = Arena.ofAuto().allocate((long) Float.BYTES * largest * OUT);
     }
 
     static float[] expected(float[] rows) {
@@ -59,8 +74,28 @@ final class FakeLane implements Lane {
         return device;
     }
 
+    /** Thrown once by the next {@link #input()}, when set: a failure outside the batch's run. */
+    volatile Error stagingError;
+
     @Override
-    public float[] run(int bucket, float[] input, int rows) {
+    public MemorySegment input() {
+        Error error = stagingError;
+        if (error != null) {
+            stagingError = null;
+            throw error;
+        }
+        return input;
+    }
+
+    @Override
+    public MemorySegment output() {
+        return output;
+    }
+
+    @Override
+    public void run(int bucket, int rows) {
+        enteredRows = rows;
+        entered.countDown();
         try {
             if (!gate.await(30, TimeUnit.SECONDS)) {
                 throw new IllegalStateException("the test never opened the gate");
@@ -72,16 +107,17 @@ final class FakeLane implements Lane {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(e);
         }
-        if (rows > bucket || input.length != rows * IN) {
-            throw new AssertionError("bucket " + bucket + " given " + rows + " rows, " + input.length + " floats");
+        if (rows < 1 || rows > bucket) {
+            throw new AssertionError("bucket " + bucket + " given " + rows + " rows");
         }
-        RuntimeException fail = failure.apply(input);
+        float[] batch = input.asSlice(0, (long) Float.BYTES * rows * IN).toArray(ValueLayout.JAVA_FLOAT);
+        RuntimeException fail = failure.apply(batch);
         if (fail != null) {
             throw fail;
         }
         buckets.add(bucket);
         rowsRun.addAndGet(rows);
-        return expected(input);
+        MemorySegment.copy(expected(batch), 0, output, ValueLayout.JAVA_FLOAT, 0, rows * OUT);
     }
 
     @Override

@@ -117,8 +117,9 @@ class InferenceEngineTest {
 
     @Test
     void metricsCountEachDevicesBatchesAndRowsAndShowAnIdleDevice() throws Exception {
-        // The lane on device 3 is first in line, so it takes the first batch and holds it at its gate:
-        // devices 0 (two lanes) and 1 serve the rest, and device 3 shows at 0 until it lets that batch go.
+        // Requests go one at a time until the lane on device 3 has taken one and holds it at its
+        // gate: devices 0 (two lanes) and 1 then serve the rest, and device 3 shows at 0 until it
+        // lets that batch go.
         List<FakeLane> lanes = new ArrayList<>();
         for (int device : new int[] {3, 0, 1, 0}) {
             FakeLane lane = new FakeLane(LADDER.sizes(), device);
@@ -130,10 +131,23 @@ class InferenceEngineTest {
         }
         CountDownLatch gate = new CountDownLatch(1);
         lanes.get(0).gate = gate;
-        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes, options())) {
-            float[] heldInput = rows(0, 5);
-            CompletableFuture<float[]> held = engine.submit(heldInput);
-            Thread.sleep(50); // the first batch is now held at device 3's gate
+        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes,
+                options().withMaxWait(Duration.ZERO))) {
+            List<float[]> before = new ArrayList<>();
+            List<CompletableFuture<float[]>> held = new ArrayList<>();
+            while (!lanes.get(0).entered.await(1, TimeUnit.MILLISECONDS)) {
+                before.add(rows(-before.size() - 1, 5));
+                held.add(engine.submit(before.getLast()));
+                assertTrue(before.size() < 10_000, "the lane on device 3 never took a request");
+            }
+            int heldRows = lanes.get(0).enteredRows;
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (held.stream().filter(future -> !future.isDone()).count() * 5 > heldRows
+                    && System.nanoTime() < deadline) {
+                Thread.sleep(1); // the other lanes finish what they took
+            }
+            assertEquals(heldRows, held.stream().filter(future -> !future.isDone()).count() * 5,
+                    "only the batch at device 3's gate is still waiting");
             List<float[]> inputs = new ArrayList<>();
             List<CompletableFuture<float[]>> futures = new ArrayList<>();
             for (int i = 1; i <= 200; i++) {
@@ -160,10 +174,12 @@ class InferenceEngineTest {
             assertEquals(metrics.rows(), metrics.rowsPerDevice().values().stream().mapToLong(n -> n).sum());
 
             gate.countDown();
-            assertArrayEquals(FakeLane.expected(heldInput), held.get(20, TimeUnit.SECONDS));
+            for (int i = 0; i < held.size(); i++) {
+                assertArrayEquals(FakeLane.expected(before.get(i)), held.get(i).get(20, TimeUnit.SECONDS));
+            }
             metrics = engine.metrics();
             assertEquals(1L, metrics.batchesPerDevice().get(3), metrics.toString());
-            assertEquals(5L, metrics.rowsPerDevice().get(3), metrics.toString());
+            assertEquals((long) heldRows, metrics.rowsPerDevice().get(3), metrics.toString());
         }
     }
 
@@ -337,6 +353,18 @@ class InferenceEngineTest {
     }
 
     @Test
+    void anErrorOutsideTheLanesRunFailsItsBatchAndTheLaneKeepsServing() throws Exception {
+        FakeLane lane = lanes(1).getFirst();
+        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, List.of(lane),
+                options().withLanes(1).withMaxWait(Duration.ZERO))) {
+            lane.stagingError = new OutOfMemoryError("staging");
+            assertInstanceOf(OutOfMemoryError.class, failureOf(engine.submit(rows(1, 2))));
+            float[] input = rows(2, 3);
+            assertArrayEquals(FakeLane.expected(input), engine.submit(input).get(20, TimeUnit.SECONDS));
+        }
+    }
+
+    @Test
     void lazyCaptureServesAtOnceAndSwitchesToGraphs() throws Exception {
         FakeLane lane = new FakeLane(LADDER.sizes());
         lane.delayNanos = 200_000;
@@ -407,6 +435,49 @@ class InferenceEngineTest {
     }
 
     @Test
+    void aRequestThatFindsALaneIdleRunsAloneAndWhatQueuesMeanwhileIsTheNextBatch() throws Exception {
+        FakeLane lane = lanes(1).getFirst();
+        CountDownLatch gate = new CountDownLatch(1);
+        lane.gate = gate;
+        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, List.of(lane),
+                options().withLanes(1).withMaxWait(Duration.ZERO))) {
+            float[] alone = rows(1, 1);
+            CompletableFuture<float[]> first = engine.submit(alone);
+            assertTrue(lane.entered.await(10, TimeUnit.SECONDS), "the lone request started without waiting");
+            assertEquals(1, lane.enteredRows);
+            List<float[]> inputs = List.of(rows(2, 3), rows(3, 2), rows(4, 4));
+            List<CompletableFuture<float[]>> queued = inputs.stream().map(engine::submit).toList();
+            gate.countDown();
+            assertArrayEquals(FakeLane.expected(alone), first.get(20, TimeUnit.SECONDS));
+            for (int i = 0; i < inputs.size(); i++) {
+                assertArrayEquals(FakeLane.expected(inputs.get(i)), queued.get(i).get(20, TimeUnit.SECONDS));
+            }
+            assertEquals(List.of(1, 16), lane.buckets, "9 rows queued behind the first: one batch on bucket 16");
+            assertEquals(2, engine.metrics().batches());
+        }
+    }
+
+    @Test
+    void maxWaitHoldsABatchOpenForMoreUntilTheLargestBucketIsFull() throws Exception {
+        FakeLane lane = lanes(1).getFirst();
+        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, List.of(lane),
+                options().withLanes(1).withMaxWait(Duration.ofSeconds(2)))) {
+            float[] full = rows(1, 64);
+            assertArrayEquals(FakeLane.expected(full), engine.submit(full).get(1, TimeUnit.SECONDS),
+                    "a full batch does not wait");
+            float[] early = rows(2, 1);
+            float[] late = rows(3, 1);
+            CompletableFuture<float[]> first = engine.submit(early);
+            Thread.sleep(100);
+            assertFalse(first.isDone(), "the batch waits for more");
+            CompletableFuture<float[]> second = engine.submit(late);
+            assertArrayEquals(FakeLane.expected(early), first.get(20, TimeUnit.SECONDS));
+            assertArrayEquals(FakeLane.expected(late), second.get(20, TimeUnit.SECONDS));
+            assertEquals(List.of(64, 2), lane.buckets, "the two one-row requests ran together");
+        }
+    }
+
+    @Test
     void requestsAreWholeRowsFromArraysOrNativeMemory() throws Exception {
         try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes(1), options().withLanes(1));
                 Arena arena = Arena.ofConfined()) {
@@ -414,11 +485,61 @@ class InferenceEngineTest {
                     () -> engine.submit(new float[4]));
             assertEquals("a request is a whole number of rows of 3 floats, got 4 floats", partial.getMessage());
             assertThrows(IllegalArgumentException.class, () -> engine.submit(new float[0]));
+            IllegalArgumentException bytes = assertThrows(IllegalArgumentException.class,
+                    () -> engine.submit(arena.allocate(16)));
+            assertEquals("a request is a whole number of rows of 12 bytes, got 16 bytes", bytes.getMessage());
             float[] input = rows(9, 150); // above the largest bucket: three pieces, joined in order
-            MemorySegment segment = arena.allocateFrom(ValueLayout.JAVA_FLOAT, input);
-            assertArrayEquals(FakeLane.expected(input), engine.submit(segment).get(20, TimeUnit.SECONDS));
-            input[0] = -1f; // the engine copied the rows at submission
-            assertEquals(9000f, segment.getAtIndex(ValueLayout.JAVA_FLOAT, 0));
+            MemorySegment confined = arena.allocateFrom(ValueLayout.JAVA_FLOAT, input);
+            CompletableFuture<float[]> answer = engine.submit(confined);
+            confined.setAtIndex(ValueLayout.JAVA_FLOAT, 0, -1f); // a confined segment is copied at submission
+            assertArrayEquals(FakeLane.expected(input), answer.get(20, TimeUnit.SECONDS));
+        }
+    }
+
+    @Test
+    void rowsAndAnswersCanStayInMemoryAnyThreadReadsAndAClosedArenaFailsOnlyItsRequest() throws Exception {
+        FakeLane lane = lanes(1).getFirst();
+        CountDownLatch gate = new CountDownLatch(1);
+        lane.gate = gate;
+        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, List.of(lane),
+                options().withLanes(1).withMaxWait(Duration.ZERO))) {
+            CompletableFuture<float[]> blocker = engine.submit(rows(1, 1));
+            assertTrue(lane.entered.await(10, TimeUnit.SECONDS));
+
+            float[] input = rows(2, 70);
+            byte[] body = new byte[8 + input.length * Float.BYTES]; // rows at an offset of a heap byte array
+            MemorySegment rows = MemorySegment.ofArray(body).asSlice(8);
+            MemorySegment.copy(input, 0, rows, ValueLayout.JAVA_FLOAT_UNALIGNED, 0, input.length);
+            byte[] response = new byte[4 + 70 * FakeLane.OUT * Float.BYTES];
+            MemorySegment output = MemorySegment.ofArray(response).asSlice(4);
+            CompletableFuture<MemorySegment> written = engine.submit(rows, output);
+
+            Arena shared = Arena.ofShared();
+            float[] doomed = rows(3, 2);
+            CompletableFuture<float[]> lost = engine.submit(shared.allocateFrom(ValueLayout.JAVA_FLOAT, doomed));
+            float[] keptInput = rows(4, 2);
+            CompletableFuture<float[]> kept = engine.submit(keptInput);
+            shared.close(); // before its batch runs
+
+            MemorySegment confinedOut = Arena.ofConfined().allocate(2L * FakeLane.OUT * Float.BYTES);
+            IllegalArgumentException confined = assertThrows(IllegalArgumentException.class,
+                    () -> engine.submit(MemorySegment.ofArray(rows(5, 2)), confinedOut));
+            assertTrue(confined.getMessage().contains("confined"), confined.getMessage());
+            IllegalArgumentException size = assertThrows(IllegalArgumentException.class,
+                    () -> engine.submit(MemorySegment.ofArray(rows(5, 2)), MemorySegment.ofArray(new float[5])));
+            assertEquals("the output of 2 rows is a writable segment of 16 bytes, got one of 20", size.getMessage());
+            assertThrows(IllegalArgumentException.class,
+                    () -> engine.submit(MemorySegment.ofArray(rows(5, 2)), MemorySegment.ofArray(new float[4])
+                            .asReadOnly()));
+
+            gate.countDown();
+            blocker.get(20, TimeUnit.SECONDS);
+            assertSame(output, written.get(20, TimeUnit.SECONDS));
+            assertArrayEquals(FakeLane.expected(input), output.toArray(ValueLayout.JAVA_FLOAT_UNALIGNED));
+            Throwable closed = failureOf(lost);
+            assertInstanceOf(IllegalStateException.class, closed);
+            assertTrue(closed.getMessage().startsWith("the request's rows could not be read"), closed.getMessage());
+            assertArrayEquals(FakeLane.expected(keptInput), kept.get(20, TimeUnit.SECONDS));
         }
     }
 }
