@@ -45,14 +45,16 @@ import org.cudagraph4j.graph.StreamCapture;
  * <p>PASS needs no error, no wrong result, RSS and device memory flat after warm-up (growth under
  * 1% between the medians of the first and last three samples), and live resources back to their
  * starting counts once everything is closed. Exit status 0 on PASS, 1 on FAIL, 2 for bad
- * arguments or no GPU. Run it with {@code bin/soak} from the GPU bundle.
+ * arguments or no GPU. Run it with {@code bin/soak} from the GPU bundle; with {@code --serving} it
+ * soaks the serving engine instead ({@link ServingSoak}).
  */
 public final class Soak {
-    private static final String USAGE = "usage: soak --minutes N [--threads T] [--report FILE]";
-    private static final long SAMPLE_NANOS = TimeUnit.SECONDS.toNanos(5);
-    private static final double MAX_GROWTH_PERCENT = 1.0;
+    private static final String USAGE = "usage: soak --minutes N [--threads T] [--report FILE]\n"
+            + "       soak --serving --minutes N [--report FILE] [--seed S]";
+    static final long SAMPLE_NANOS = TimeUnit.SECONDS.toNanos(5);
+    static final double MAX_GROWTH_PERCENT = 1.0;
     /** Every byte 0xFF: a NaN in every float, which equals no expected value. */
-    private static final int POISON = 0xFF;
+    static final int POISON = 0xFF;
     private static final int BLOCK = 256;
     private static final int MIN_FLOATS = 256;
     private static final int MAX_KERNEL_FLOATS = 1 << 20;
@@ -136,7 +138,7 @@ public final class Soak {
             long jvmNativeBytes, long heapBytes, long deviceUsedBytes, LiveResources live) {}
 
     /** The change of one measure from the start of the steady state to its end. */
-    private record Growth(long from, long to) {
+    record Growth(long from, long to) {
         double percent() {
             return 100.0 * (to - from) / from;
         }
@@ -195,6 +197,10 @@ public final class Soak {
     }
 
     public static void main(String[] args) throws InterruptedException {
+        if (Arrays.asList(args).contains("--serving")) {
+            ServingSoak.main(Arrays.stream(args).filter(arg -> !arg.equals("--serving")).toArray(String[]::new));
+            return;
+        }
         Options options;
         try {
             options = Options.parse(args);
@@ -324,7 +330,7 @@ public final class Soak {
         return memory.totalBytes() - memory.freeBytes();
     }
 
-    private static long rssBytes() {
+    static long rssBytes() {
         try {
             for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
                 if (line.startsWith("VmRSS:")) {
@@ -408,11 +414,11 @@ public final class Soak {
         return Math.max(0.2 * options.nanos() / 1e9, options.minutes() >= 5 ? 60 : 0);
     }
 
-    private static String[] criterion(String name, String value, String bound, boolean ok) {
+    static String[] criterion(String name, String value, String bound, boolean ok) {
         return new String[] {name, value, bound, ok ? "yes" : "NO"};
     }
 
-    private static Growth growth(List<Sample> steady, ToLongFunction<Sample> measure) {
+    static <S> Growth growth(List<S> steady, ToLongFunction<S> measure) {
         long[] values = steady.stream().mapToLong(measure).toArray();
         int n = values.length;
         return new Growth(median(Arrays.copyOfRange(values, 0, Math.min(3, n))),
@@ -425,13 +431,13 @@ public final class Soak {
         return sorted[sorted.length / 2];
     }
 
-    private static String growthText(Growth growth) {
+    static String growthText(Growth growth) {
         return String.format(Locale.ROOT, "%+.2f%% (%s to %s MiB)", growth.percent(), mib(growth.from()),
                 mib(growth.to()));
     }
 
     /** What grew, by name; both counts in full when something only shrank, which growthSince does not name. */
-    private static String difference(LiveResources before, LiveResources after) {
+    static String difference(LiveResources before, LiveResources after) {
         String growth = after.growthSince(before);
         return growth.isEmpty() ? "before " + before + ", after " + after : "leaked " + growth;
     }
@@ -463,7 +469,7 @@ public final class Soak {
     }
 
     /** The first row is the header; Markdown, or plain columns padded to their widest cell. */
-    private static String table(List<String[]> rows, boolean markdown) {
+    static String table(List<String[]> rows, boolean markdown) {
         StringBuilder out = new StringBuilder();
         if (markdown) {
             for (int r = 0; r < rows.size(); r++) {
@@ -577,7 +583,7 @@ public final class Soak {
      * {@code bin/soak} does) and glibc heap trimming. Each reports that it is unavailable rather than
      * failing the soak.
      */
-    private static final class NativeMemory {
+    static final class NativeMemory {
         private static final Pattern TOTAL = Pattern.compile("Total: reserved=\\d+KB, committed=(\\d+)KB");
         /** The first line of a category whose committed memory changed: "-  Code (reserved=…, committed=…KB +…KB)". */
         private static final Pattern CHANGED = Pattern.compile("-\\s+\\S.*committed=\\d+KB [+-]\\d+KB.*");
@@ -620,16 +626,16 @@ public final class Soak {
         }
     }
 
-    private static String version(int encoded) {
+    static String version(int encoded) {
 
         return "CUDA " + encoded / 1000 + "." + encoded % 1000 / 10;
     }
 
-    private static String minutes(double minutes) {
+    static String minutes(double minutes) {
         return minutes == Math.rint(minutes) ? Long.toString((long) minutes) : Double.toString(minutes);
     }
 
-    private static String mib(long bytes) {
+    static String mib(long bytes) {
         return String.format(Locale.ROOT, "%.1f", bytes / (double) (1 << 20));
     }
 
