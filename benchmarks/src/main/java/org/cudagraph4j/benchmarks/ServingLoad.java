@@ -3,7 +3,6 @@ package org.cudagraph4j.benchmarks;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -42,20 +41,22 @@ import org.cudagraph4j.serving.ServingOptions;
  * omission is corrected by construction). For each capture policy and rate: throughput, p50, p99,
  * p99.9 and max latency, rejections and errors.
  *
- * <p>With {@code --devices}, issue 16's sweep over GPU counts replaces the sweep over rates. For each
+ * <p>With {@code --devices}, a sweep over GPU counts replaces the sweep over rates. For each
  * count g, one engine runs over the host's first g GPUs, each with its own kernels and its own copy
  * of the same weights ({@link ReplicatedMlp}). Its answers are first checked against the model on
  * the CPU, from every lane in turn. Then two points: {@code --per-gpu-rate} × g, the latency at a
  * fixed load per GPU; and {@code --saturation-rate} × g, far past what the GPUs serve, the
  * throughput at saturation. A table then gives each count's scaling: served(g) × g0 / (g ×
- * served(g0)), g0 the smallest count swept (issue 16's target: 0.9 or more, from g0 = 1).
+ * served(g0)), g0 the smallest count swept (the target: 0.9 or more, from g0 = 1).
  *
  * <pre>
  *   java --enable-native-access=ALL-UNNAMED -cp benchmarks.jar org.cudagraph4j.benchmarks.ServingLoad \
  *       [--rates 1000,5000,20000] [--seconds 5] [--rows 1] [--policies EAGER,NONE] [--width 512] \
  *       [--layers 16] [--lanes 2] [--clients 1] [--max-in-flight 4096] [--json serving.json]
  *   ... ServingLoad --devices 1,2 [--per-gpu-rate 5000] [--saturation-rate 200000] [the options above but --rates]
+ *   ... ServingLoad --floor [--help for its options]
  * </pre>
+ * {@code --floor} runs {@link ServingFloor}: the engine beside the floor under it, closed loop.
  * {@code --devices} lists GPU counts, not ordinals. {@code --lanes}, {@code --clients} and
  * {@code --max-in-flight} count per GPU. Each client is an independent Poisson stream of an equal
  * share of the rate, on a thread of its own, so that one thread's submission cost does not cap the
@@ -119,6 +120,10 @@ public final class ServingLoad {
     private ServingLoad() {}
 
     public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("--floor")) {
+            ServingFloor.main(Arrays.copyOfRange(args, 1, args.length));
+            return;
+        }
         Options options;
         try {
             options = parse(args);
@@ -154,7 +159,7 @@ public final class ServingLoad {
 
     private static ServingOptions serving(Options options, CapturePolicy policy) {
         return ServingOptions.defaults().withCapturePolicy(policy).withLadder(BucketLadder.defaultLadder())
-                .withLanes(options.lanes()).withMaxWait(Duration.ofNanos(100_000)).withQueueCapacity(100_000);
+                .withLanes(options.lanes()).withQueueCapacity(100_000);
     }
 
     /** The one-GPU sweep: each policy at each rate. */
@@ -194,7 +199,7 @@ public final class ServingLoad {
         }
     }
 
-    /** Issue 16's sweep over GPU counts; the exit status: 0, or 1 when an answer was wrong. */
+    /** The sweep over GPU counts; the exit status: 0, or 1 when an answer was wrong. */
     private static int sweepGpus(Options options, List<CudaDevice> host) throws Exception {
         List<CudaDevice> used = host.subList(0, Collections.max(options.devices()));
         MlpWeights model = MlpWeights.random(options.width(), options.layers(), 42);
@@ -327,7 +332,7 @@ public final class ServingLoad {
                     row.saturated() ? "" : "  NOT saturated (nothing dropped): raise --saturation-rate"));
         }
         text.append(String.format(Locale.ROOT, "saturated: served at --saturation-rate per GPU; scaling: per GPU /s "
-                + "over the %d-GPU row's (issue 16's target: 0.9 or more); load, submitted and p99: the point at "
+                + "over the %d-GPU row's (the target: 0.9 or more); load, submitted and p99: the point at "
                 + "--per-gpu-rate per GPU%n", rows.getFirst().gpus()));
         return text.toString();
     }

@@ -1,5 +1,6 @@
 package org.cudagraph4j.benchmarks.server;
 
+import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -59,6 +60,11 @@ public final class EngineBackend implements InferenceBackend {
     @Override
     public CompletableFuture<float[]> infer(float[] rows) {
         return engine.submit(rows);
+    }
+
+    @Override
+    public CompletableFuture<MemorySegment> infer(MemorySegment rows, MemorySegment output) {
+        return engine.submit(rows, output);
     }
 
     @Override

@@ -42,8 +42,9 @@ import org.cudagraph4j.benchmarks.OpenLoop;
  * request's intended arrival (so a stalled server cannot hide its queueing), HdrHistogram. Every
  * run is bounded in time and in requests, and stops by itself: each request has a timeout, at most
  * {@code maxInFlight} requests are outstanding (an arrival beyond that is counted as dropped, not
- * sent), and after the first rate the server does not sustain the ladder stops and, with
- * {@code recovery}, the lowest rate runs once more to show whether the server recovers.
+ * sent), and after the first rate the server does not sustain the ladder stops. With
+ * {@code recovery}, the lowest rate runs once more at the end: whether the server recovers after
+ * saturation, and whether the first point still paid for warm-up.
  *
  * <p>A point is <em>sustained</em> when every request sent was answered 200 and the answers kept
  * pace: completions per second, counted until the last answer, at least 90% of the rate sent.
@@ -146,18 +147,14 @@ public final class HttpLoad {
                 runAt(client, options, options.rates().getFirst(), options.warmupSeconds(), bodies, random, false);
             }
             List<Measured> points = new ArrayList<>();
-            boolean saturated = false;
             for (int rate : options.rates()) {
                 Measured point = runAt(client, options, rate, options.seconds(), bodies, random, false);
                 points.add(point);
-                if (!point.point().sustained()) {
-                    saturated = true;
-                    if (options.stopAfterSaturation()) {
-                        break;
-                    }
+                if (!point.point().sustained() && options.stopAfterSaturation()) {
+                    break;
                 }
             }
-            if (options.recovery() && saturated) {
+            if (options.recovery()) { // after saturation, recovery; without it, a check that warm-up was long enough
                 points.add(runAt(client, options, options.rates().getFirst(), options.seconds(), bodies, random, true));
             }
             client.shutdownNow();

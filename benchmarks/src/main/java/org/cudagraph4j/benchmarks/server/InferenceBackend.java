@@ -1,5 +1,7 @@
 package org.cudagraph4j.benchmarks.server;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import org.cudagraph4j.serving.EngineMetrics;
@@ -27,6 +29,23 @@ public interface InferenceBackend extends AutoCloseable {
      *     {@link org.cudagraph4j.serving.QueueFullException} when the backend is saturated
      */
     CompletableFuture<float[]> infer(float[] rows);
+
+    /**
+     * Runs the model on {@code rows} and writes the answer into {@code output}, for a server that
+     * sends its response from there. This default goes through {@link #infer(float[])}, with a copy
+     * each way; a backend that can write {@code output} directly overrides it.
+     *
+     * @param rows {@code n * inputWidth()} floats in native byte order, left unchanged until the future completes
+     * @param output room for {@code n * outputWidth()} floats in native byte order
+     * @return the future, completed with {@code output} once it holds the answer; it fails as
+     *     {@link #infer(float[])}'s does
+     */
+    default CompletableFuture<MemorySegment> infer(MemorySegment rows, MemorySegment output) {
+        return infer(rows.toArray(ValueLayout.JAVA_FLOAT_UNALIGNED)).thenApply(answer -> {
+            MemorySegment.copy(answer, 0, output, ValueLayout.JAVA_FLOAT_UNALIGNED, 0, answer.length);
+            return output;
+        });
+    }
 
     /**
      * The serving engine's counters, per device included, for {@code GET /v2/models/{name}/metrics}.

@@ -11,6 +11,7 @@ import io.helidon.webserver.http.ServerResponse;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
@@ -212,6 +213,9 @@ final class InferenceService implements HttpService {
                     + " inference requests in flight, its limit (--max-in-flight); try again later");
         }
         int heldKib = 0;
+        ServerEvents.Infer event = new ServerEvents.Infer();
+        event.begin();
+        long startedAt = System.nanoTime();
         try {
             long declared = req.headers().contentLength().orElse(-1);
             if (declared > limits.maxBodyBytes()) {
@@ -223,25 +227,37 @@ final class InferenceService implements HttpService {
             if (read.refusal() != null) {
                 return refuse(req, res, read.refusal().status(), read.refusal().message());
             }
+            long readAt = System.nanoTime();
             KServeProtocol.Request request = protocol.parse(read.bytes(),
                     req.headers().first(HeaderNames.create(KServeProtocol.HEADER_LENGTH)).orElse(null));
-            // The parsed rows hold what is needed: the body's budget is given back before the wait.
+            long parsedAt = System.nanoTime();
+            // The budget bounds bodies being read; while a request waits, --max-in-flight bounds what it
+            // holds (its rows, which for binary data are its body's bytes, and its response's).
             bufferedKib.release(heldKib);
             heldKib = 0;
             if (!ready()) {
                 return error(res, Status.SERVICE_UNAVAILABLE_503, draining ? "the server is shutting down"
                         : "the model is not ready");
             }
-            float[] output = answer(request);
-            KServeProtocol.Response response = protocol.response(request, output);
-            if (response.binary().length == 0) {
-                return send(res, Status.OK_200, response.json());
+            KServeProtocol.Response response = protocol.response(request);
+            answer(request, response.output());
+            long answeredAt = System.nanoTime();
+            if (response.headerLength() < 0) {
+                send(res, Status.OK_200, response.body());
+            } else {
+                res.header(KServeProtocol.HEADER_LENGTH, Integer.toString(response.headerLength()));
+                res.header(HeaderNames.CONTENT_TYPE, "application/octet-stream");
+                res.status(Status.OK_200).send(response.body());
             }
-            byte[] all = Arrays.copyOf(response.json(), response.json().length + response.binary().length);
-            System.arraycopy(response.binary(), 0, all, response.json().length, response.binary().length);
-            res.header(KServeProtocol.HEADER_LENGTH, Integer.toString(response.json().length));
-            res.header(HeaderNames.CONTENT_TYPE, "application/octet-stream");
-            res.status(Status.OK_200).send(all);
+            if (event.shouldCommit()) {
+                event.readNanos = readAt - startedAt;
+                event.parseNanos = parsedAt - readAt;
+                event.engineNanos = answeredAt - parsedAt;
+                event.writeNanos = System.nanoTime() - answeredAt;
+                event.bodyBytes = read.bytes().length;
+                event.binary = response.headerLength() >= 0;
+                event.commit();
+            }
             return 200;
         } catch (KServeProtocol.ProtocolException e) {
             return error(res, Status.create(e.status), e.getMessage());
@@ -360,15 +376,16 @@ final class InferenceService implements HttpService {
         }
     }
 
-    private float[] answer(KServeProtocol.Request request) throws Unavailable {
-        CompletableFuture<float[]> future;
+    /** Waits for the backend to write the answer to {@code request} into {@code output}. */
+    private void answer(KServeProtocol.Request request, MemorySegment output) throws Unavailable {
+        CompletableFuture<MemorySegment> future;
         try {
-            future = backend.infer(request.data());
+            future = backend.infer(request.data(), output);
         } catch (RuntimeException e) {
             throw new Unavailable("the model cannot take the request: " + e.getMessage());
         }
         try {
-            return future.get(limits.requestTimeout().toNanos(), TimeUnit.NANOSECONDS);
+            future.get(limits.requestTimeout().toNanos(), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
             future.cancel(false); // its rows leave the engine's queue
             throw new Unavailable("no answer within " + limits.requestTimeout() + " (--request-timeout)");

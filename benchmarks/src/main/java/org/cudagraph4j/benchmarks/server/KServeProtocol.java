@@ -7,11 +7,13 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.core.StreamWriteFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.ByteBuffer;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.util.Arrays;
 
@@ -24,7 +26,11 @@ import java.util.Arrays;
  * <p>Requests are read with Jackson's streaming parser, without a tree. Nothing is allocated from a
  * client's claim: a declared shape is checked against the {@link ServerLimits} in {@code long}
  * arithmetic, and its values are stored only as they arrive (binary data has arrived with the body;
- * JSON values are appended to a buffer that grows with the values actually read).
+ * JSON values go into a buffer no larger than the body's bytes could fill). Binary data is not
+ * copied at all: the request's rows are the body's own bytes, which the engine copies straight
+ * into its pinned staging, and a binary answer is written by the engine straight into the
+ * response's bytes, after its JSON header. Both hold because the binary tensor format is
+ * little-endian, as every host CUDA runs on is.
  */
 final class KServeProtocol {
     static final String INPUT = "input";
@@ -35,7 +41,11 @@ final class KServeProtocol {
     private static final JsonFactory JSON = JsonFactory.builder()
             .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MAX_NESTING).build())
             .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            .enable(StreamReadFeature.USE_FAST_DOUBLE_PARSER)
+            .enable(StreamWriteFeature.USE_FAST_DOUBLE_WRITER)
             .build();
+    /** Shortest JSON value: a digit and a comma. */
+    private static final int MIN_VALUE_BYTES = 2;
     /** Reads one misplaced value, to quote it in a refusal. */
     private static final ObjectMapper TREES = new ObjectMapper(JSON);
 
@@ -51,8 +61,11 @@ final class KServeProtocol {
         }
     }
 
-    /** A parsed request: its id (or null), its rows, and whether the answer is wanted as binary data. */
-    record Request(String id, int rows, float[] data, boolean binaryOutput) {}
+    /**
+     * A parsed request: its id (or null), its rows, their floats (in native byte order: the body's
+     * own bytes for binary data), and whether the answer is wanted as binary data.
+     */
+    record Request(String id, int rows, MemorySegment data, boolean binaryOutput) {}
 
     private final String modelName;
     private final int inputWidth;
@@ -60,6 +73,10 @@ final class KServeProtocol {
     private final ServerLimits limits;
 
     KServeProtocol(String modelName, int inputWidth, int outputWidth, ServerLimits limits) {
+        if (ByteOrder.nativeOrder() != ByteOrder.LITTLE_ENDIAN) {
+            throw new IllegalStateException("binary tensor data is little-endian and passes through as native floats: "
+                    + "this server needs a little-endian host, as CUDA does");
+        }
         this.modelName = modelName;
         this.inputWidth = inputWidth;
         this.outputWidth = outputWidth;
@@ -312,6 +329,14 @@ final class KServeProtocol {
                 case START_ARRAY -> depth++;
                 case END_ARRAY -> depth--;
                 case VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> {
+                    if (parsed.count == 0 && parsed.values.length == 0 && parsed.shape != null) {
+                        // The shape came first, as clients write it: room for what it declares, but
+                        // never more than the body's bytes could hold or the limit allows.
+                        long declared = declaredElements(parsed.shape);
+                        long backed = (long) jsonLength / MIN_VALUE_BYTES + 1;
+                        parsed.values = new float[(int) Math.min(Math.min(declared, backed),
+                                limits.maxElements() + 1L)];
+                    }
                     if (parsed.count == parsed.values.length) {
                         if (parsed.count > limits.maxElements()) {
                             throw badRequest("input \"" + INPUT + "\" holds more than " + limits.maxElements()
@@ -331,6 +356,18 @@ final class KServeProtocol {
                     json.skipChildren();
                 }
             }
+        }
+    }
+
+    /** The elements a two-dimensional shape declares, Long.MAX_VALUE past that, 0 for a negative dimension. */
+    private static long declaredElements(long[] shape) {
+        if (shape[0] < 0 || shape[1] < 0) {
+            return 0;
+        }
+        try {
+            return Math.multiplyExact(shape[0], shape[1]);
+        } catch (ArithmeticException e) {
+            return Long.MAX_VALUE;
         }
     }
 
@@ -404,7 +441,7 @@ final class KServeProtocol {
             throw badRequest("input \"" + INPUT + "\" of shape " + shape + " holds " + elements
                     + " values, over the limit of " + limits.maxElements() + " per request (--max-elements)");
         }
-        float[] data;
+        MemorySegment data;
         if (parsed.binaryDataSize != null) {
             if (!hasHeaderLength) {
                 throw badRequest("binary_data_size needs the " + HEADER_LENGTH + " header");
@@ -415,8 +452,7 @@ final class KServeProtocol {
                         + " bytes of binary data; binary_data_size says " + parsed.binaryDataSizeText
                         + " and the body holds " + (body.length - jsonLength));
             }
-            data = new float[(int) elements];
-            ByteBuffer.wrap(body, jsonLength, (int) size).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(data);
+            data = MemorySegment.ofArray(body).asSlice(jsonLength, size);
         } else {
             if (!parsed.hasData || !parsed.dataIsArray) {
                 throw badRequest("input \"" + INPUT + "\" has no data array (or binary_data_size)");
@@ -428,10 +464,10 @@ final class KServeProtocol {
                 throw badRequest("input \"" + INPUT + "\" of shape " + shape + " needs " + elements + " values, got "
                         + parsed.count);
             }
-            data = parsed.values.length == parsed.count ? parsed.values : Arrays.copyOf(parsed.values, parsed.count);
+            data = MemorySegment.ofArray(parsed.values).asSlice(0, elements * Float.BYTES);
         }
-        for (float value : data) {
-            if (!Float.isFinite(value)) {
+        for (long at = 0; at < data.byteSize(); at += Float.BYTES) {
+            if (!Float.isFinite(data.get(ValueLayout.JAVA_FLOAT_UNALIGNED, at))) {
                 throw badRequest("input \"" + INPUT + "\" holds a value that is not finite");
             }
         }
@@ -471,49 +507,101 @@ final class KServeProtocol {
         return result;
     }
 
-    /** The response: the JSON bytes, and the binary data (empty for a JSON-only response). */
-    record Response(byte[] json, byte[] binary) {}
+    /**
+     * A response made before its answer: {@link #output()} is where the answer's floats go (the
+     * response's own bytes, after its JSON header, for a binary answer), and {@link #body()} the
+     * bytes to send once they are there.
+     */
+    final class Response {
+        private final Request request;
+        private final byte[] binaryBody;
+        private final int headerLength;
+        private final float[] values;
+        private final MemorySegment output;
 
-    Response response(Request request, float[] output) {
-        byte[] binary = new byte[0];
-        if (request.binaryOutput()) {
-            binary = new byte[output.length * Float.BYTES];
-            ByteBuffer.wrap(binary).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().put(output);
-        }
-        long binaryBytes = binary.length;
-        byte[] json = write(out -> {
-            out.writeStartObject();
-            out.writeStringField("model_name", modelName);
-            out.writeStringField("model_version", VERSION);
-            if (request.id() != null) {
-                out.writeStringField("id", request.id());
-            }
-            out.writeArrayFieldStart("outputs");
-            out.writeStartObject();
-            out.writeStringField("name", OUTPUT);
-            out.writeStringField("datatype", "FP32");
-            out.writeArrayFieldStart("shape");
-            out.writeNumber(request.rows());
-            out.writeNumber(outputWidth);
-            out.writeEndArray();
+        private Response(Request request) {
+            this.request = request;
+            long answerBytes = (long) request.rows() * outputWidth * Float.BYTES;
             if (request.binaryOutput()) {
-                out.writeObjectFieldStart("parameters");
-                out.writeNumberField("binary_data_size", binaryBytes);
-                out.writeEndObject();
+                byte[] header = header(request, answerBytes);
+                this.headerLength = header.length;
+                this.binaryBody = Arrays.copyOf(header, Math.toIntExact(header.length + answerBytes));
+                this.values = null;
+                this.output = MemorySegment.ofArray(binaryBody).asSlice(header.length, answerBytes);
             } else {
+                this.headerLength = -1;
+                this.binaryBody = null;
+                this.values = new float[request.rows() * outputWidth];
+                this.output = MemorySegment.ofArray(values);
+            }
+        }
+
+        /** Where the answer's floats go, in native byte order. */
+        MemorySegment output() {
+            return output;
+        }
+
+        /** The JSON header's length, for {@code Inference-Header-Content-Length}; -1 for a JSON-only response. */
+        int headerLength() {
+            return headerLength;
+        }
+
+        /** The whole response body, once {@link #output()} holds the answer. */
+        byte[] body() {
+            if (binaryBody != null) {
+                return binaryBody;
+            }
+            return write(out -> {
+                start(out, request);
                 // Non-finite values are written as the strings "NaN", "Infinity" and "-Infinity"
                 // (Jackson's default): the bare tokens would not be JSON.
                 out.writeArrayFieldStart("data");
-                for (float value : output) {
+                for (float value : values) {
                     out.writeNumber(value);
                 }
                 out.writeEndArray();
-            }
+                end(out);
+            });
+        }
+    }
+
+    /** The response to {@code request}, before its answer. */
+    Response response(Request request) {
+        return new Response(request);
+    }
+
+    private byte[] header(Request request, long answerBytes) {
+        return write(out -> {
+            start(out, request);
+            out.writeObjectFieldStart("parameters");
+            out.writeNumberField("binary_data_size", answerBytes);
             out.writeEndObject();
-            out.writeEndArray();
-            out.writeEndObject();
+            end(out);
         });
-        return new Response(json, binary);
+    }
+
+    /** The response object up to its output's shape. */
+    private void start(JsonGenerator out, Request request) throws IOException {
+        out.writeStartObject();
+        out.writeStringField("model_name", modelName);
+        out.writeStringField("model_version", VERSION);
+        if (request.id() != null) {
+            out.writeStringField("id", request.id());
+        }
+        out.writeArrayFieldStart("outputs");
+        out.writeStartObject();
+        out.writeStringField("name", OUTPUT);
+        out.writeStringField("datatype", "FP32");
+        out.writeArrayFieldStart("shape");
+        out.writeNumber(request.rows());
+        out.writeNumber(outputWidth);
+        out.writeEndArray();
+    }
+
+    private static void end(JsonGenerator out) throws IOException {
+        out.writeEndObject();
+        out.writeEndArray();
+        out.writeEndObject();
     }
 
     private static ProtocolException badRequest(String message) {

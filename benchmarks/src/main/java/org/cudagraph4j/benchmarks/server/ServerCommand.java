@@ -15,6 +15,7 @@ import java.util.stream.IntStream;
 import org.cudagraph4j.Cuda;
 import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.serving.ServingOptions;
+import jdk.jfr.Recording;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -104,6 +105,11 @@ public final class ServerCommand implements Callable<Integer> {
     @Option(names = "--read-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
             description = "How long a request's body may take to arrive (30s).")
     Duration readTimeout = ServerLimits.defaults().readTimeout();
+
+    @Option(names = "--flight-recording", paramLabel = "FILE",
+            description = "Records the engine's and the server's Flight Recorder events (a batch, a queue wait, a "
+                    + "request's steps) and writes them to FILE when the server stops.")
+    Path flightRecording;
 
     @Option(names = "--shutdown-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
             description = "How long a stop lets requests in flight finish (10s).")
@@ -210,6 +216,7 @@ public final class ServerCommand implements Callable<Integer> {
             where = String.join(", ", chosen.stream()
                     .map(d -> "GPU " + d.ordinal() + " (" + d.properties().name() + ")").toList());
         }
+        Recording recording = flightRecording == null ? null : record();
         InferenceServer server = new InferenceServer(name, served, host, port, limits());
         for (String signal : new String[] {"TERM", "INT"}) {
             Signal.handle(new Signal(signal), ignored -> stop.countDown());
@@ -218,9 +225,29 @@ public final class ServerCommand implements Callable<Integer> {
         out.flush();
         stop.await();
         boolean drained = server.shutdown();
+        if (recording != null) {
+            recording.stop();
+            recording.dump(flightRecording);
+            recording.close();
+        }
         out.println("stopped" + (drained ? "" : "; some requests did not finish within " + shutdownTimeout
                 + " and were answered 503"));
         return 0;
+    }
+
+    private static final long MAX_RECORDING_BYTES = 256L << 20;
+
+    /** A recording of the engine's and the server's events only, each at every occurrence. */
+    private static Recording record() {
+        Recording recording = new Recording();
+        for (String event : List.of("org.cudagraph4j.serving.Batch", "org.cudagraph4j.serving.QueueWait",
+                "org.cudagraph4j.server.Infer")) {
+            recording.enable(event).withoutThreshold();
+        }
+        recording.setToDisk(true);
+        recording.setMaxSize(MAX_RECORDING_BYTES); // a ring: a long run keeps its latest requests
+        recording.start();
+        return recording;
     }
 
     /**

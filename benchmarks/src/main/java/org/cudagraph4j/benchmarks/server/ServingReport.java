@@ -21,7 +21,7 @@ import org.cudagraph4j.benchmarks.Charts;
 /**
  * Turns one serving run's folder ({@code bin/run-serving-benchmark} writes it) into
  * {@code results.md} (the answers' cross-check, one table per request mix with both servers at
- * each offered load, the issue's targets met or missed, and {@code wrk}'s closed-loop numbers) and
+ * each offered load, the targets met or missed, and {@code wrk}'s closed-loop numbers) and
  * {@code chart.svg} ({@link ServingChart}: p50 and p99 latency against offered load, both servers, one panel
  * per mix; drawn where this runtime has {@code java.desktop}, see {@link Charts}).
  *
@@ -35,9 +35,9 @@ import org.cudagraph4j.benchmarks.Charts;
  * </pre>
  */
 public final class ServingReport {
-    /** The latency target: the Java server's p99 at most this share of PyTorch's. */
+    /** The latency target under load: the Java server's p99 at most this share of PyTorch's. */
     static final double P99_RATIO_TARGET = 0.5;
-    /** The throughput target, at p99 under {@link #P99_LIMIT_MICROS}: at least this multiple of PyTorch's. */
+    /** The throughput target, at p99 under {@link #P99_LIMIT_MICROS}: at least this multiple of PyTorch's. */
     static final double THROUGHPUT_TARGET = 2.0;
     static final double P99_LIMIT_MICROS = 10_000;
     static final List<String> SERVERS = List.of("java", "torch");
@@ -52,6 +52,10 @@ public final class ServingReport {
     private final Map<String, Map<String, Series>> loads = new LinkedHashMap<>();
     private JsonNode crossCheck;
     private final List<JsonNode> wrk = new ArrayList<>();
+    /** {@code ServingLoad --floor}'s results, {@link HttpLatency}'s and {@link ServingProfile}'s, where present. */
+    private JsonNode floor;
+    private JsonNode latency;
+    private String profile;
 
     /**
      * Reads what {@code dir} holds.
@@ -70,6 +74,15 @@ public final class ServingReport {
         }
         if (Files.exists(dir.resolve("crosscheck.json"))) {
             report.crossCheck = JSON.readTree(dir.resolve("crosscheck.json").toFile());
+        }
+        if (Files.exists(dir.resolve("floor.json"))) {
+            report.floor = JSON.readTree(dir.resolve("floor.json").toFile());
+        }
+        if (Files.exists(dir.resolve("latency.json"))) {
+            report.latency = JSON.readTree(dir.resolve("latency.json").toFile());
+        }
+        if (Files.exists(dir.resolve("profile.md"))) {
+            report.profile = Files.readString(dir.resolve("profile.md"));
         }
         List<Path> files;
         try (Stream<Path> list = Files.list(dir)) {
@@ -160,8 +173,10 @@ public final class ServingReport {
         }
         md.append(" A point is *sustained* when every request sent was answered 200 and the answers kept at least "
                 + (int) (HttpLoad.SUSTAINED_SHARE * 100) + "% of the pace sent. After the first rate a server does "
-                + "not sustain, its ladder stops (`—`: not run), and the lowest rate runs once more "
-                + "(*recovery*).\n\n");
+                + "not sustain, its ladder stops (`—`: not run). The lowest rate runs once more at the end "
+                + "(*recovery*): after saturation, whether the server recovers; in any case, whether the first point "
+                + "still paid for warm-up (JIT compilation), which would show as a first point slower than the "
+                + "last.\n\n");
         for (String server : SERVERS) {
             String line = run.getProperty(server + ".server");
             if (line != null) {
@@ -172,6 +187,8 @@ public final class ServingReport {
             md.append('\n');
         }
         crossCheckSection(md);
+        floorSection(md);
+        latencySection(md);
         for (Map.Entry<String, Map<String, Series>> load : loads.entrySet()) {
             loadSection(md, load.getValue());
         }
@@ -181,6 +198,136 @@ public final class ServingReport {
             md.append("![p50 and p99 latency against offered load](chart.svg)\n");
         }
         return md.toString();
+    }
+
+    /** The engine's p50 may exceed the floor's by this much. */
+    static final double FLOOR_P50_MARGIN_MICROS = 10;
+    /** The engine's p99 may be this multiple of the floor's. */
+    static final double FLOOR_P99_RATIO = 1.5;
+    /** The engine's saturation throughput, at least this share of the GPU-bound replays'. */
+    static final double SATURATION_SHARE = 0.9;
+    /**
+     * Work-conserving batching against the 200 µs batching wait at saturation: a ratio at least
+     * this is no loss, the run-to-run spread of such points being about 2%.
+     */
+    static final double NO_LOSS_RATIO = 0.98;
+    /** One-row HTTP p50 targets for the Java server, µs. */
+    static final Map<String, Double> HTTP_P50_TARGETS = Map.of("binary", 150.0, "json", 250.0);
+
+    private void floorSection(StringBuilder md) {
+        if (floor == null) {
+            return;
+        }
+        md.append("## The engine beside its floor\n\n`ServingLoad --floor` on ").append(floor.path("device").asText())
+                .append(", ").append(floor.path("layers").asInt()).append(" × (Linear(").append(floor.path("width")
+                        .asInt()).append(", ").append(floor.path("width").asInt()).append(") + ReLU), in one process: "
+                        + "closed loop, one client, one row per request, ")
+                .append(floor.path("requestsPerPathAndRound").asInt() * floor.path("rounds").asInt())
+                .append(" requests per path, the paths taking turns in ").append(floor.path("rounds").asInt())
+                .append(" rounds. The floor copies the row into pinned memory, queues the copy in, the bucket-1 graph "
+                        + "and the copy out, waits, and copies the answer out, all on one thread.\n\n");
+        md.append("| path | p50 µs | p90 µs | p99 µs | p99.9 µs | p50 − floor | p99 / floor |\n"
+                + "|---|---|---|---|---|---|---|\n");
+        JsonNode base = floor.path("latency").path(0);
+        for (JsonNode l : floor.path("latency")) {
+            md.append(String.format(Locale.ROOT, "| %s | %.1f | %.1f | %.1f | %.1f | %+.1f | %.2f |%n",
+                    l.path("path").asText(), l.path("p50Micros").asDouble(), l.path("p90Micros").asDouble(),
+                    l.path("p99Micros").asDouble(), l.path("p999Micros").asDouble(),
+                    l.path("p50Micros").asDouble() - base.path("p50Micros").asDouble(),
+                    l.path("p99Micros").asDouble() / base.path("p99Micros").asDouble()));
+        }
+        md.append(String.format(Locale.ROOT, "%nAt saturation: %d client threads, each with %d requests of 1–64 rows "
+                + "in flight, %.0f s per point; every answer checked against the model on the CPU.%n%n",
+                floor.path("throughputClients").asInt(), floor.path("throughputWindow").asInt(),
+                floor.path("throughputSecondsPerPoint").asDouble()));
+        md.append("| path | rows/s | requests/s | of the GPU-bound rows/s | wrong | failed |\n|---|---|---|---|---|---|\n");
+        JsonNode bound = floor.path("throughput").path(0);
+        for (JsonNode t : floor.path("throughput")) {
+            md.append(String.format(Locale.ROOT, "| %s | %.0f | %.0f | %.3f | %d | %d |%n", t.path("path").asText(),
+                    t.path("rowsPerSecond").asDouble(), t.path("requestsPerSecond").asDouble(),
+                    t.path("rowsPerSecond").asDouble() / bound.path("rowsPerSecond").asDouble(),
+                    t.path("wrong").asLong(), t.path("failed").asLong()));
+        }
+        md.append('\n');
+    }
+
+    private void latencySection(StringBuilder md) {
+        if (latency == null) {
+            return;
+        }
+        md.append("## Unloaded latency over HTTP\n\n`HttpLatency`: one keep-alive connection per server, closed "
+                + "loop, one row per request, ").append(latency.path("requestsPerRound").asInt() * latency.path("rounds")
+                        .asInt()).append(" requests per server and encoding after ").append(latency.path("warmup")
+                        .asInt()).append(" not kept, the servers and encodings taking turns in ")
+                .append(latency.path("rounds").asInt()).append(" rounds; the client is a plain socket (no HTTP "
+                        + "client's threads in the numbers), and a sample of the answers is checked against the model "
+                        + "on the CPU.\n\n");
+        md.append("| server | encoding | p50 µs | p90 µs | p99 µs | p99.9 µs | mean µs |\n|---|---|---|---|---|---|---|\n");
+        for (JsonNode p : latency.path("points")) {
+            String server = NAMES.getOrDefault(p.path("target").asText(), p.path("target").asText());
+            md.append(String.format(Locale.ROOT, "| %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f |%n", server,
+                    p.path("encoding").asText(), p.path("p50Micros").asDouble(), p.path("p90Micros").asDouble(),
+                    p.path("p99Micros").asDouble(), p.path("p999Micros").asDouble(), p.path("meanMicros").asDouble()));
+        }
+        md.append('\n');
+        if (profile != null) {
+            md.append("## Where an unloaded request's time goes\n\n").append(profile.strip()).append("\n\n");
+        }
+    }
+
+    /** The floor's and the unloaded latency's targets, as rows of the targets table. */
+    private void floorTargets(StringBuilder md) {
+        if (floor != null) {
+            Map<String, JsonNode> latencies = byName(floor.path("latency"), "path");
+            Map<String, JsonNode> throughputs = byName(floor.path("throughput"), "path");
+            JsonNode base = latencies.get("floor");
+            JsonNode engine = latencies.get("engine");
+            if (base != null && engine != null) {
+                double over = engine.path("p50Micros").asDouble() - base.path("p50Micros").asDouble();
+                double ratio = engine.path("p99Micros").asDouble() / base.path("p99Micros").asDouble();
+                md.append(String.format(Locale.ROOT, "| engine, one row, closed loop | p50 ≤ the floor's + %.0f µs | "
+                        + "%+.1f µs (%.1f against %.1f) | %s |%n", FLOOR_P50_MARGIN_MICROS, over,
+                        engine.path("p50Micros").asDouble(), base.path("p50Micros").asDouble(),
+                        over <= FLOOR_P50_MARGIN_MICROS ? "met" : "missed"));
+                md.append(String.format(Locale.ROOT, "| engine, one row, closed loop | p99 ≤ %.1f× the floor's | "
+                        + "%.2f× (%.1f against %.1f) | %s |%n", FLOOR_P99_RATIO, ratio,
+                        engine.path("p99Micros").asDouble(), base.path("p99Micros").asDouble(),
+                        ratio <= FLOOR_P99_RATIO ? "met" : "missed"));
+            }
+            JsonNode bound = throughputs.get("gpu-bound");
+            JsonNode saturated = throughputs.get("engine");
+            JsonNode waiting = throughputs.get("engine-wait-200us");
+            if (bound != null && saturated != null) {
+                double share = saturated.path("rowsPerSecond").asDouble() / bound.path("rowsPerSecond").asDouble();
+                md.append(String.format(Locale.ROOT, "| engine at saturation, 1–64 rows | rows/s ≥ %.1f× the GPU-bound "
+                        + "replays' | %.3f× | %s |%n", SATURATION_SHARE, share,
+                        share >= SATURATION_SHARE ? "met" : "missed"));
+            }
+            if (waiting != null && saturated != null) {
+                double ratio = saturated.path("rowsPerSecond").asDouble() / waiting.path("rowsPerSecond").asDouble();
+                md.append(String.format(Locale.ROOT, "| engine at saturation, 1–64 rows | work-conserving batching "
+                        + "loses no rows/s against a 200 µs batching wait (≥ %.2f×) | %.3f× | %s |%n", NO_LOSS_RATIO,
+                        ratio, ratio >= NO_LOSS_RATIO ? "met" : "missed"));
+            }
+        }
+        if (latency != null) {
+            for (JsonNode p : latency.path("points")) {
+                Double target = HTTP_P50_TARGETS.get(p.path("encoding").asText());
+                if (!p.path("target").asText().equals("java") || target == null) {
+                    continue;
+                }
+                double p50 = p.path("p50Micros").asDouble();
+                md.append(String.format(Locale.ROOT, "| HTTP, one row, one connection, %s | Java p50 ≤ %.0f µs | "
+                        + "%.1f µs | %s |%n", p.path("encoding").asText(), target, p50, p50 <= target ? "met"
+                                : "missed"));
+            }
+        }
+    }
+
+    private static Map<String, JsonNode> byName(JsonNode array, String field) {
+        Map<String, JsonNode> named = new LinkedHashMap<>();
+        array.forEach(node -> named.put(node.path(field).asText(), node));
+        return named;
     }
 
     private void crossCheckSection(StringBuilder md) {
@@ -319,11 +466,12 @@ public final class ServingReport {
     }
 
     private void targetsSection(StringBuilder md) {
-        if (loads.isEmpty()) {
+        if (loads.isEmpty() && floor == null && latency == null) {
             return;
         }
         md.append("## Targets\n\n");
         md.append("| mix | target | this run | verdict |\n|---|---|---|---|\n");
+        floorTargets(md);
         for (Map.Entry<String, Map<String, Series>> load : loads.entrySet()) {
             Map<String, Series> byServer = load.getValue();
             Series java = byServer.get("java");
