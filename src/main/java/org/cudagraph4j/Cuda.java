@@ -15,8 +15,12 @@ import org.cudagraph4j.internal.Memory;
 /**
  * Entry point: versions, devices and pinned host memory.
  *
- * <p>The first call opens {@code libcudart.so.13} (see {@link CudartLoader} for where it looks);
- * if it cannot be found, every method throws {@link CudaRuntimeNotFoundException}. On a machine
+ * <p>The first call opens {@code libcudart.so.13}, looking in turn at the system property
+ * {@code org.cudagraph4j.cudart.path} (a file, or a folder holding the library; when set, it must
+ * load), {@code $CUDA_HOME/lib64}, {@code $CUDA_PATH/lib64}, the dynamic loader's search path
+ * ({@code LD_LIBRARY_PATH}, ld.so.cache) and {@code /usr/local/cuda/lib64}; {@link #runtimeLibrary()}
+ * says which file it took. If it cannot be found, every method throws
+ * {@link CudaRuntimeNotFoundException}. On a machine
  * with the runtime but no driver or GPU, {@link #deviceCount()} throws a {@link CudaException}
  * naming {@code cudaErrorInsufficientDriver} or {@code cudaErrorNoDevice}.
  *
