@@ -7,6 +7,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Properties;
 import org.cudagraph4j.internal.CudartLoader;
 import org.cudagraph4j.internal.Devices;
@@ -19,10 +20,12 @@ import org.cudagraph4j.internal.Memory;
  * {@code org.cudagraph4j.cudart.path} (a file, or a folder holding the library; when set, it must
  * load), {@code $CUDA_HOME/lib64}, {@code $CUDA_PATH/lib64}, the dynamic loader's search path
  * ({@code LD_LIBRARY_PATH}, ld.so.cache) and {@code /usr/local/cuda/lib64}; {@link #runtimeLibrary()}
- * says which file it took. If it cannot be found, every method throws
- * {@link CudaRuntimeNotFoundException}. On a machine
- * with the runtime but no driver or GPU, {@link #deviceCount()} throws a {@link CudaException}
- * naming {@code cudaErrorInsufficientDriver} or {@code cudaErrorNoDevice}.
+ * says which file it took. If it cannot be found, every method but {@link #isAvailable()} and
+ * {@link #unavailableReason()} throws {@link CudaRuntimeNotFoundException}. A machine with the
+ * runtime but no driver, a driver older
+ * than the runtime, or no GPU has {@linkplain #deviceCount() no devices}, and
+ * {@link #unavailableReason()} says which; {@link #isAvailable()} answers whether a GPU can be
+ * used at all without throwing, so that an application can fall back to the CPU.
  *
  * <p>Thread safety: all methods may be called from any thread.
  */
@@ -78,13 +81,43 @@ public final class Cuda {
     }
 
     /**
-     * {@return the number of CUDA devices the driver can see ({@code cudaGetDeviceCount})}
+     * {@return the number of CUDA devices the runtime can use ({@code cudaGetDeviceCount}); 0 on a
+     * machine without a GPU, without an NVIDIA driver, or with a driver older than the runtime
+     * ({@link #unavailableReason()} says which)}
      *
-     * @throws CudaException naming {@code cudaErrorNoDevice} on a machine without a GPU, or
-     *     {@code cudaErrorInsufficientDriver} without a driver recent enough for the runtime
+     * @throws CudaRuntimeNotFoundException if no runtime can be loaded
+     * @throws CudaException if the driver fails in another way
      */
     public static int deviceCount() {
-        return Devices.count();
+        return Devices.visible().count();
+    }
+
+    /**
+     * Whether a CUDA device can be used here: the runtime loads and sees at least one device.
+     * Never throws, so that an application can choose its CPU path with a plain {@code if}.
+     *
+     * @return true when {@link #deviceCount()} is above 0
+     */
+    public static boolean isAvailable() {
+        try {
+            return Devices.visible().count() > 0;
+        } catch (CudaRuntimeNotFoundException | CudaException e) {
+            return false;
+        }
+    }
+
+    /**
+     * Why no CUDA device can be used here, in words: no runtime found (and where it was looked
+     * for), no NVIDIA driver installed, a driver too old for the runtime, or no GPU.
+     *
+     * @return the reason, or empty where {@link #isAvailable()} is true
+     */
+    public static Optional<String> unavailableReason() {
+        try {
+            return Optional.ofNullable(Devices.visible().unavailableReason());
+        } catch (CudaRuntimeNotFoundException | CudaException e) {
+            return Optional.of(e.getMessage().lines().findFirst().orElse(e.toString()));
+        }
     }
 
     /**
@@ -95,9 +128,10 @@ public final class Cuda {
      * @throws IllegalArgumentException if there is no such device
      */
     public static CudaDevice device(int ordinal) {
-        int count = deviceCount();
-        if (ordinal < 0 || ordinal >= count) {
-            throw new IllegalArgumentException("no CUDA device " + ordinal + ": this machine has " + count);
+        Devices.Visible visible = Devices.visible();
+        if (ordinal < 0 || ordinal >= visible.count()) {
+            throw new IllegalArgumentException("no CUDA device " + ordinal + ": this machine has " + visible.count()
+                    + (visible.unavailableReason() == null ? "" : ": " + visible.unavailableReason()));
         }
         return new CudaDevice(ordinal);
     }

@@ -134,11 +134,7 @@ class BundleIT {
     }
 
     private static boolean hasGpu() {
-        try {
-            return Cuda.deviceCount() > 0;
-        } catch (CudaException noDevice) {
-            return false;
-        }
+        return Cuda.isAvailable();
     }
 
     private static List<String> run(List<String> command) throws Exception {

@@ -57,8 +57,7 @@ class ReadmeExamplesTest {
                     .redirectErrorStream(true).start();
             String output = new String(process.getInputStream().readAllBytes());
             int exit = process.waitFor();
-            boolean noGpuHere = output.contains("cudaGetDeviceCount: cudaErrorInsufficientDriver (35)")
-                    || output.contains("cudaGetDeviceCount: cudaErrorNoDevice (100)");
+            boolean noGpuHere = output.contains("no CUDA device 0: this machine has 0: ");
             assertTrue(exit == 0 || noGpuHere, example + " exited " + exit + ":\n" + output);
         }
     }

@@ -11,7 +11,8 @@ final class RequireDevice implements BeforeAllCallback {
     public void beforeAll(ExtensionContext context) {
         try {
             if (Cuda.deviceCount() == 0) {
-                fail("gpu test " + context.getDisplayName() + " needs a CUDA device, and none is present");
+                fail("gpu test " + context.getDisplayName() + " needs a CUDA device: "
+                        + Cuda.unavailableReason().orElse("none is present"));
             }
         } catch (CudaException | CudaRuntimeNotFoundException e) {
             fail("gpu test " + context.getDisplayName() + " needs a CUDA device: " + e.getMessage(), e);

@@ -27,6 +27,48 @@ public final class Devices {
         return Out.intValue("cudaGetDeviceCount", null, (arena, count) -> cudaGetDeviceCount(count));
     }
 
+    /**
+     * What the runtime can use: the devices it sees, or none and why.
+     *
+     * @param count the devices, 0 when none can be used
+     * @param unavailableReason why none can be used, in words; null when {@code count} is above 0
+     */
+    public record Visible(int count, String unavailableReason) {}
+
+    /**
+     * The devices the runtime can use, with no exception for a machine that has none: a missing
+     * driver, a driver older than the runtime and a machine without a GPU are each 0 devices and
+     * their reason. Any other failure of {@code cudaGetDeviceCount} is thrown.
+     */
+    public static Visible visible() {
+        CudartLoader.ensureLoaded();
+        int status;
+        int count;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(JAVA_INT);
+            status = cudaGetDeviceCount(out);
+            count = out.get(JAVA_INT, 0);
+        }
+        if (status == Status.SUCCESS) {
+            return count > 0 ? new Visible(count, null) : new Visible(0, "the NVIDIA driver sees no CUDA device");
+        }
+        if (status == cudaErrorNoDevice()) {
+            return new Visible(0, "no CUDA-capable device is present (cudaErrorNoDevice)");
+        }
+        if (status == cudaErrorInsufficientDriver()) {
+            int driver = driverVersion();
+            return new Visible(0, driver == 0 ? "no NVIDIA driver is installed (libcuda.so.1 not found)"
+                    : "the NVIDIA driver supports CUDA " + version(driver) + ", older than this runtime's "
+                            + version(runtimeVersion()) + " (cudaErrorInsufficientDriver): update the driver");
+        }
+        Status.check(status, "cudaGetDeviceCount");
+        throw new AssertionError("unreachable: the status was not success");
+    }
+
+    private static String version(int encoded) {
+        return encoded / 1000 + "." + encoded % 1000 / 10;
+    }
+
     /** Per-thread out-parameter of the {@code cudaGetDevice} that {@link #use} asks first. */
     private static final ThreadLocal<MemorySegment> CURRENT = ThreadLocal.withInitial(
             () -> Arena.ofAuto().allocate(JAVA_INT));
