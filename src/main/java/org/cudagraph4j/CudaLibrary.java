@@ -73,7 +73,9 @@ public final class CudaLibrary implements AutoCloseable {
     /**
      * Loads a cubin, fatbin or PTX image. The image is checked first: the runtime takes no length
      * and trusts the image's own headers, so a truncated or corrupt image is refused here, with an
-     * {@link IllegalArgumentException} naming what is wrong, before the driver can read past it.
+     * {@link IllegalArgumentException} naming what is wrong, before the driver can read past it. A
+     * fatbin's compressed entries (nvcc's default: zstd; LZ4 with {@code --compress-mode=speed})
+     * are decompressed and checked here too, and the driver gets the fatbin uncompressed.
      * With lazy loading (the CUDA 13 default) the runtime may report other faults only at the
      * first kernel lookup, as a {@link CudaException} then.
      *
@@ -86,8 +88,7 @@ public final class CudaLibrary implements AutoCloseable {
     public static CudaLibrary load(String name, byte[] image) {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(image, "image");
-        ImageValidator.validate(name, image);
-        return new CudaLibrary(name, image);
+        return new CudaLibrary(name, ImageValidator.prepare(name, image));
     }
 
     /**

@@ -9,6 +9,9 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.math.BigInteger;
 import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -22,7 +25,10 @@ import java.util.Objects;
  * fatbin container of {@code fatbinary.h} ({@code fatBinaryHeader}, magic {@code 0xBA55ED50}),
  * whose entry headers are known from reverse-engineered readers (n-eiling's
  * cuda-fatbin-decompression, jiegec/fatbinary), and PTX text. Parsing reads the array in place.
- * Compressed fatbin payloads cannot be checked without decompressing them, so they are refused.
+ * A compressed fatbin entry (nvcc compresses by default: zstd, or LZ4's block format with
+ * {@code --compress-mode=speed}) is decompressed here, within the size its header declares, and
+ * its contents checked like any other; the driver then gets an uncompressed fatbin rebuilt from
+ * the checked entries ({@link #prepare}), so that it never decompresses bytes nobody checked.
  */
 public final class ImageValidator {
     /** What an image holds. */
@@ -88,6 +94,10 @@ public final class ImageValidator {
      * starts with a zstd frame (nvcc 13's LTO IR entries do not), so the stream itself is opaque.
      */
     private static final long FATBIN_FLAGS_COMPRESSED = 0x1000 | 0x2000 | 0x8000;
+    private static final long FATBIN_FLAG_COMPRESS_LEGACY = 0x1000;
+    private static final long FATBIN_FLAG_COMPRESS_LZ4 = 0x2000;
+    /** Decompressed entries larger than this are refused rather than allocated: 1 GiB. */
+    private static final long MAX_DECOMPRESSED_BYTES = 1L << 30;
 
     /** PTX is ASCII text; this many leading bytes decide whether an unknown image is PTX. */
     private static final int PTX_SNIFF_LENGTH = 64;
@@ -107,6 +117,26 @@ public final class ImageValidator {
      * @throws IllegalArgumentException naming the image and exactly what is wrong with it
      */
     public static Kind validate(String name, byte[] image) {
+        return check(name, image).kind();
+    }
+
+    /**
+     * Checks {@code image} as {@link #validate} does and returns the bytes to give the driver:
+     * {@code image} itself, or, for a fatbin with compressed entries, an uncompressed fatbin
+     * rebuilt from its entries once each is decompressed and checked.
+     *
+     * @param name names the image in the exception's message
+     * @param image the image
+     * @return the image to load
+     * @throws IllegalArgumentException naming the image and exactly what is wrong with it
+     */
+    public static byte[] prepare(String name, byte[] image) {
+        return check(name, image).image();
+    }
+
+    private record Checked(Kind kind, byte[] image) {}
+
+    private static Checked check(String name, byte[] image) {
         Objects.requireNonNull(image, "image");
         if (image.length == 0) {
             throw new IllegalArgumentException("library image " + name + " is empty");
@@ -117,17 +147,24 @@ public final class ImageValidator {
             throw new IllegalArgumentException("library image " + name
                     + " is not a cubin, fatbin or PTX image (it starts with " + leadingBytes(image) + ")");
         }
+        byte[] loadable = image;
         try {
             switch (kind) {
                 case CUBIN -> checkElf(bytes, "image");
-                case FATBIN -> checkFatbin(bytes);
+                case FATBIN -> {
+                    byte[] rebuilt = checkFatbin(bytes);
+                    if (rebuilt != null) {
+                        checkFatbin(MemorySegment.ofArray(rebuilt)); // what the driver gets passes on its own
+                        loadable = rebuilt;
+                    }
+                }
                 case PTX -> checkPtx(bytes, false);
             }
         } catch (Invalid e) {
             throw new IllegalArgumentException("library image " + name + " is not a valid " + kind.description + ": "
                     + e.getMessage());
         }
-        return kind;
+        return new Checked(kind, loadable);
     }
 
     private static Kind detect(MemorySegment image) {
@@ -506,8 +543,17 @@ public final class ImageValidator {
     // Fatbin
     // ---------------------------------------------------------------------------------------------
 
-    private static void checkFatbin(MemorySegment fatbin) {
+    /** An entry as the driver will get it: its header and its payload, decompressed where it was compressed. */
+    private record Entry(MemorySegment header, MemorySegment payload) {}
+
+    /**
+     * Checks a fatbin; returns null when no entry is compressed, else the uncompressed fatbin
+     * rebuilt from the entries (the bytes after the last entry kept as they are).
+     */
+    private static byte[] checkFatbin(MemorySegment fatbin) {
         long size = fatbin.byteSize();
+        List<Entry> entries = new ArrayList<>();
+        boolean anyCompressed = false;
         if (size < FATBIN_HEADER_SIZE) {
             throw invalid("the %d-byte image is shorter than the 16-byte fatbin header", size);
         }
@@ -545,14 +591,26 @@ public final class ImageValidator {
                         range(payload, payloadSize), end);
             }
             checkEntryHeaderStrings(fatbin, entry, headerSize, index);
-            if ((fatbin.get(U64, entry + 40) & FATBIN_FLAGS_COMPRESSED) != 0) {
-                // A compressed payload (zstd, or NVIDIA's older LZ4-like format) cannot be checked without
-                // decompressing it, and corrupt compressed bytes crashed the driver in the H200 fuzz runs.
-                throw invalid("%s (%s) is compressed, which cannot be checked before the driver decompresses it;"
-                        + " build the fatbin with nvcc --no-compress", entryName(index, entry), describeEntry(fatbin,
-                        entry, kind));
-            } else if (kind != FATBIN_KIND_NVVM_IR) {
-                MemorySegment contents = fatbin.asSlice(payload, payloadSize);
+            long flags = fatbin.get(U64, entry + 40);
+            MemorySegment contents = fatbin.asSlice(payload, payloadSize);
+            if ((flags & FATBIN_FLAGS_COMPRESSED) != 0) {
+                // The driver would decompress it unchecked, and corrupt compressed bytes crashed it in
+                // fuzzing on an H200: decompress it here, check what comes out, and hand over that.
+                byte[] unpacked = decompress(fatbin, entry, kind, flags, payload, payloadSize, index);
+                byte[] padded = Arrays.copyOf(unpacked, (int) ((unpacked.length + (kind == FATBIN_KIND_PTX ? 1 : 0)
+                        + 7L) & ~7L)); // PTX keeps a NUL after its text; every payload ends 8-aligned
+                contents = MemorySegment.ofArray(padded);
+                MemorySegment fields = MemorySegment.ofArray(fatbin.asSlice(entry, headerSize).toArray(JAVA_BYTE));
+                fields.set(U64, 8, padded.length);
+                fields.set(U32, 16, 0); // no compressed size
+                fields.set(U64, 40, flags & ~FATBIN_FLAGS_COMPRESSED);
+                fields.set(U64, 56, 0); // no uncompressed size
+                entries.add(new Entry(fields, contents));
+                anyCompressed = true;
+            } else {
+                entries.add(new Entry(fatbin.asSlice(entry, headerSize), contents));
+            }
+            if (kind != FATBIN_KIND_NVVM_IR) {
                 try {
                     if (kind == FATBIN_KIND_ELF) {
                         checkElf(contents, "payload");
@@ -566,6 +624,66 @@ public final class ImageValidator {
             }
             entry = payload + payloadSize; // the header is at least 64 bytes, so this always advances
         }
+        return anyCompressed ? rebuild(fatbin, entries, end) : null;
+    }
+
+    /** A compressed entry's payload, decompressed within the size its header declares. */
+    private static byte[] decompress(MemorySegment fatbin, long entry, int kind, long flags, long payload,
+            long payloadSize, int index) {
+        String entryName = entryName(index, entry) + " (" + describeEntry(fatbin, entry, kind) + ")";
+        if ((flags & FATBIN_FLAG_COMPRESS_LEGACY) != 0) {
+            throw invalid("%s is compressed in the legacy format of flag 0x1000, which this library cannot check;"
+                    + " rebuild it with a current nvcc (zstd, the default) or with --no-compress", entryName);
+        }
+        if (kind == FATBIN_KIND_NVVM_IR) {
+            throw invalid("%s is compressed NVVM IR, whose stream this library cannot check; rebuild it without"
+                    + " -dlto or with --no-compress", entryName);
+        }
+        long compressed = u32(fatbin, entry + 16);
+        long expected = fatbin.get(U64, entry + 56);
+        if (compressed == 0 || compressed > payloadSize) {
+            throw invalid("%s: its compressed size %d is 0 or more than its %d-byte payload", entryName, compressed,
+                    payloadSize);
+        }
+        if (expected == 0 || Long.compareUnsigned(expected, MAX_DECOMPRESSED_BYTES) > 0) {
+            throw invalid("%s: its decompressed size %s is 0 or over the %d bytes this library unpacks", entryName,
+                    Long.toUnsignedString(expected), MAX_DECOMPRESSED_BYTES);
+        }
+        byte[] packed = fatbin.asSlice(payload, compressed).toArray(JAVA_BYTE);
+        try {
+            return (flags & FATBIN_FLAG_COMPRESS_LZ4) != 0
+                    ? Lz4Block.decompress(packed, 0, packed.length, (int) expected)
+                    : Zstd.decompress(packed, 0, packed.length, (int) expected);
+        } catch (Zstd.Corrupt e) {
+            throw invalid("%s: its %s payload cannot be decompressed: %s", entryName,
+                    (flags & FATBIN_FLAG_COMPRESS_LZ4) != 0 ? "LZ4" : "zstd", e.getMessage());
+        }
+    }
+
+    /** The fatbin's header, then each entry's header and payload, then whatever followed the entries. */
+    private static byte[] rebuild(MemorySegment fatbin, List<Entry> entries, long entriesEnd) {
+        long fatSize = 0;
+        for (Entry e : entries) {
+            fatSize += e.header().byteSize() + e.payload().byteSize();
+        }
+        long trailing = fatbin.byteSize() - entriesEnd;
+        long total = FATBIN_HEADER_SIZE + fatSize + trailing;
+        if (total > Integer.MAX_VALUE - 8) {
+            throw invalid("decompressed, its entries come to %d bytes, more than one Java array holds", total);
+        }
+        byte[] rebuilt = new byte[(int) total];
+        MemorySegment out = MemorySegment.ofArray(rebuilt);
+        MemorySegment.copy(fatbin, 0, out, 0, FATBIN_HEADER_SIZE);
+        out.set(U64, 8, fatSize);
+        long at = FATBIN_HEADER_SIZE;
+        for (Entry e : entries) {
+            MemorySegment.copy(e.header(), 0, out, at, e.header().byteSize());
+            at += e.header().byteSize();
+            MemorySegment.copy(e.payload(), 0, out, at, e.payload().byteSize());
+            at += e.payload().byteSize();
+        }
+        MemorySegment.copy(fatbin, entriesEnd, out, at, trailing);
+        return rebuilt;
     }
 
     private static String entryName(int index, long entry) {

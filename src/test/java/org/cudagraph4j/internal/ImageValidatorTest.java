@@ -3,6 +3,7 @@ package org.cudagraph4j.internal;
 import static org.cudagraph4j.ImageMutations.resource;
 import static org.cudagraph4j.ImageMutations.shippedImages;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -103,12 +104,13 @@ class ImageValidatorTest {
     }
 
     @Test
-    void compressedFatbinEntriesAreRefused() {
+    void aFatbinAsNvccWritesItByDefaultIsDecompressedAndRebuilt() {
         // The test fatbin as nvcc 13 writes it by default: its PTX entry is zstd-compressed.
         byte[] fatbin = resource("org/cudagraph4j/internal/compressed_ptx_entry.fatbin");
-        assertRejected("library image old.fatbin is not a valid fatbin: entry 5 at offset 48544 (PTX for compute_120)"
-                + " is compressed, which cannot be checked before the driver decompresses it; build the fatbin with"
-                + " nvcc --no-compress", "old.fatbin", fatbin);
+        byte[] rebuilt = ImageValidator.prepare("default.fatbin", fatbin);
+        assertTrue(rebuilt.length > fatbin.length, "the PTX entry is stored uncompressed");
+        assertEquals(Kind.FATBIN, ImageValidator.validate("rebuilt.fatbin", rebuilt));
+        assertSame(rebuilt, ImageValidator.prepare("rebuilt.fatbin", rebuilt), "nothing left to decompress");
     }
 
     @Test
