@@ -1,4 +1,4 @@
-// The same-process native baseline (issue 12): the launch, capture and update loops of the JMH
+// The same-process native baseline: the launch, capture and update loops of the JMH
 // benchmarks, in C, built into a shared library that the JVM calls through FFM
 // (org.cudagraph4j.benchmarks.SameProcess).
 // Java and C then share one process, one CUDA context, one stream's worth of driver state and the

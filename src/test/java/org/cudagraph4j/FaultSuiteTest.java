@@ -726,8 +726,8 @@ class FaultSuiteTest {
     class LaunchShapes {
         @Test
         void gridDimensionZeroIsRefusedByDim3() {
-            // The brief expected cudaErrorInvalidConfiguration from the runtime; Dim3 refuses a 0
-            // component before any launch can be built, which is the library's documented contract.
+            // The runtime would answer cudaErrorInvalidConfiguration; Dim3 refuses a 0 component
+            // before any launch can be built, which is the library's documented contract.
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Dim3.of(0));
             assertEquals("every Dim3 component must be at least 1, got (0, 1, 1)", e.getMessage());
             IllegalArgumentException y = assertThrows(IllegalArgumentException.class, () -> Dim3.of(4, 0));

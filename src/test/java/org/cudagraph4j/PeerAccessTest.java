@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Peer access between the GPUs of one host. With one GPU only the refusals run; the copies and the
- * kernel that reads a peer's memory need two (issue 16's machines).
+ * kernel that reads a peer's memory need two.
  */
 @GpuTest
 class PeerAccessTest {

@@ -19,8 +19,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Every Java block of the README compiles against the library and runs: to the end on a GPU host,
- * and up to the first device call elsewhere, which must then be the named no-driver error. Tagged
- * {@code build}: it needs the JDK's compiler and the checkout's README.
+ * and up to the first call that needs the driver elsewhere, which must then be the named no-driver
+ * error. Tagged {@code build}: it needs the JDK's compiler and the checkout's README.
  */
 @Tag("build")
 class ReadmeExamplesTest {

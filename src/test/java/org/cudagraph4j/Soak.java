@@ -394,7 +394,7 @@ public final class Soak {
     }
 
     /**
-     * Rewrites the report with the samples so far, so that a run cut short (a session's time limit,
+     * Rewrites the report with the samples so far, so that a run cut short (a time limit on the host,
      * a killed process) still leaves its evidence; the final report replaces it.
      */
     private void writeProgress(Instant started, List<Sample> samples) {

@@ -32,9 +32,9 @@ import org.cudagraph4j.graph.StreamCapture;
 import org.junit.jupiter.api.Test;
 
 /**
- * Every GPU of the host, each with kernels loaded for it, and its own streams, buffers and graphs
- * (issue 16). The per-device tests run on one GPU too; on several, each device is driven while
- * another one is current on the calling thread, so that a call which does not select its own device
+ * Every GPU of the host, each with kernels loaded for it, and its own streams, buffers and graphs.
+ * The per-device tests run on one GPU too; on several, each device is driven while another one is
+ * current on the calling thread, so that a call which does not select its own device
  * fails, and then all devices at once, a thread each. Under a sanitizer, which slows each kernel a
  * thousandfold, the tests launch less and check the same.
  */

@@ -14,7 +14,7 @@ import java.util.regex.Pattern;
  * {@code kernels/test/skinny_test.cu}) against the PyTorch twin's ({@code mlp-torch.log}, from
  * {@code native/mlp_torch.py}) and cuBLASLt's ({@code mlp-cublaslt.log}, from
  * {@code native/mlp_cublaslt.cu}), as a Markdown table of µs per forward with the ratios to PyTorch's
- * graph replay and to cuBLASLt's graph, the issue's targets, and a chart panel.
+ * graph replay and to cuBLASLt's graph, the targets, and a chart panel.
  */
 final class MlpResults {
     private static final Pattern NATIVE = Pattern.compile("MLP16 native graph( PDL)?: width (\\d+) batch (\\d+): "

@@ -10,7 +10,7 @@ import org.cudagraph4j.CudaRuntimeNotFoundException;
 import org.cudagraph4j.DeviceBuffer;
 
 /**
- * Copy bandwidth between every ordered pair of GPUs of this host (issue 16): {@code DeviceBuffer.copyFrom}
+ * Copy bandwidth between every ordered pair of GPUs of this host: {@code DeviceBuffer.copyFrom}
  * of {@code --mib} MiB, first without peer access (the runtime may stage it through the host), then
  * after {@link CudaDevice#enablePeerAccess} where the hardware allows it. Median of {@code --repeats}
  * copies, in GB/s.

@@ -196,7 +196,7 @@ public final class Report {
 
     /**
      * The same-process baseline: each loop's median Java/C ratio over alternating rounds, which drift
-     * between processes cannot enter, and the issue's capture and update targets read from it.
+     * between processes cannot enter, and the capture and update targets read from it.
      */
     private void sameProcessSection(StringBuilder md) {
         md.append("\n## Same-process baseline (Java and C loops alternating in one JVM)\n\n");

@@ -11,19 +11,19 @@ import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** The MLP comparison, on the first H200 run's console output (committed beside the kernels). */
+/** The MLP comparison, on the split-K sweep's console output of an H200, 2026-11-29 (committed beside the kernels). */
 class MlpResultsTest {
-    private static final Path FIRST_RUN = Path.of("../kernels/test/results/h200-skinny-run1.log");
+    private static final Path SPLIT_K_SWEEP = Path.of("../kernels/test/results/h200-skinny-splitk.log");
 
-    private static MlpResults firstRun() throws IOException {
+    private static MlpResults splitKSweep() throws IOException {
         MlpResults results = new MlpResults();
-        results.read(Files.readString(FIRST_RUN));
+        results.read(Files.readString(SPLIT_K_SWEEP));
         return results;
     }
 
     @Test
     void theRatioIsTheFasterNativeGraphOverPyTorchsGraphReplay() throws IOException {
-        MlpResults results = firstRun();
+        MlpResults results = splitKSweep();
         assertEquals(206.3 / 177.4, results.ratio(512, 32), 1e-12, "PDL was faster at width 512, batch 32");
         assertEquals(171.1 / 233.7, results.ratio(1024, 8), 1e-12, "PDL was slower at width 1024, batch 8");
         assertNull(results.ratio(2048, 32), "a width that was not measured has no ratio");
@@ -31,7 +31,7 @@ class MlpResultsTest {
 
     @Test
     void theTableNamesTheConfigurationAndTheTargetsSayHowManyCellsMetThem() throws IOException {
-        String md = firstRun().markdown();
+        String md = splitKSweep().markdown();
         assertTrue(md.contains("| 512 | 32 | 32x32 x1 | 209.9 | 206.3 | 200.4 | n/a | 754.3 | 177.4 | 165.3 | 1.16 |"),
                 md);
         assertTrue(md.contains("- width 512, batch 32: at most 0.5: missed (0 of 1 cells, worst 1.16)"), md);
@@ -43,7 +43,7 @@ class MlpResultsTest {
     @Test
     void theJavaGraphIsAColumnWhenJmhRanIt() throws IOException {
         String key = MlpResults.javaKey("graph", 512, 32, "true");
-        assertTrue(firstRun().markdown(java.util.Map.of(key, 210.4)).contains("| 200.4 | 210.4 | 754.3 |"));
+        assertTrue(splitKSweep().markdown(java.util.Map.of(key, 210.4)).contains("| 200.4 | 210.4 | 754.3 |"));
         assertTrue(key.equals("mlp/graph/512/32/pdl"), key);
     }
 
@@ -82,7 +82,7 @@ class MlpResultsTest {
 
     @Test
     void theRatioToCublasLtIsTheFasterNativeGraphOverCublasLtsGraph() throws IOException {
-        MlpResults results = firstRun();
+        MlpResults results = splitKSweep();
         results.read(CUBLASLT_LOG);
         assertEquals(206.3 / 117.0, results.ratioToCublasLt(512, 32), 1e-12);
         assertEquals(171.1 / 150.0, results.ratioToCublasLt(1024, 8), 1e-12);
@@ -96,7 +96,7 @@ class MlpResultsTest {
 
     @Test
     void withoutTheCublasLtLogItsColumnsReadNotAvailable() throws IOException {
-        MlpResults results = firstRun();
+        MlpResults results = splitKSweep();
         results.read("run-benchmarks: mlp_cublaslt.cu did not build (no cuBLAS headers or libcublasLt?), so no "
                 + "cuBLASLt MLP baseline; see native-build.log\n");
         assertNull(results.ratioToCublasLt(512, 32));
@@ -117,7 +117,7 @@ class MlpResultsTest {
     @Test
     void withoutThePyTorchLogTheRatiosAndTargetsReadNotAvailable() throws IOException {
         MlpResults nativeOnly = new MlpResults();
-        nativeOnly.read(Files.readString(FIRST_RUN).lines().filter(l -> !l.contains("torch"))
+        nativeOnly.read(Files.readString(SPLIT_K_SWEEP).lines().filter(l -> !l.contains("torch"))
                 .reduce("", (a, b) -> a + b + "\n"));
         assertNull(nativeOnly.ratio(512, 32));
         assertTrue(nativeOnly.markdown().contains("- width 512, batch 32: at most 0.5: n/a (not measured)"));
@@ -126,7 +126,7 @@ class MlpResultsTest {
     @Test
     void theChartGetsAPanelPerMeasuredWidth() throws Exception {
         Report report = new Report();
-        report.mlp().read(Files.readString(FIRST_RUN));
+        report.mlp().read(Files.readString(SPLIT_K_SWEEP));
         List<Report.BarPanel> panels = report.chartRows().get(0).panels();
         assertEquals(List.of("width 512", "width 1024", "width 4096"),
                 panels.stream().map(Report.BarPanel::title).toList());
@@ -139,7 +139,7 @@ class MlpResultsTest {
 
         assumeTrue(Charts.drawable(), "drawing needs java.desktop");
         Report beforeCublasLt = new Report();
-        beforeCublasLt.mlp().read(Files.readString(FIRST_RUN));
+        beforeCublasLt.mlp().read(Files.readString(SPLIT_K_SWEEP));
         String description = Svg.parse(ResultsChart.svg(beforeCublasLt.chartRows())).description();
         assertTrue(description.startsWith("width 512: cudagraph4j graph (PDL), PyTorch graph replay, cuBLASLt graph\n"),
                 "the legend names cuBLASLt's series even before it ran: " + description);

@@ -17,7 +17,7 @@ import org.knowm.xchart.CategorySeries;
 
 /** What Report adds to results.md beyond the launch-overhead tables (those: the committed H200 run), and its chart. */
 class ReportTest {
-    private static final Path FIRST_RUN = Path.of("results/nvidia-h200-2026-11-29");
+    private static final Path LAUNCH_OVERHEAD_RUN = Path.of("results/nvidia-h200-2026-11-29");
 
     @Test
     void theServingLoadPointsBecomeATable() throws IOException {
@@ -121,8 +121,8 @@ class ReportTest {
     @Test
     void theLaunchPanelsDrawEachSeriesOnALogScaleAndSlantTheCallNamesSoThatTheyDoNotOverlap() throws Exception {
         Report report = new Report();
-        report.readJmh(Report.text(FIRST_RUN.resolve("jmh.json.gz")));
-        report.readNative(Files.readString(FIRST_RUN.resolve("native.json")));
+        report.readJmh(Report.text(LAUNCH_OVERHEAD_RUN.resolve("jmh.json.gz")));
+        report.readNative(Files.readString(LAUNCH_OVERHEAD_RUN.resolve("native.json")));
         List<Report.BarPanel> panels = report.chartRows().get(0).panels();
         assumeTrue(Charts.drawable(), "drawing needs java.desktop");
 

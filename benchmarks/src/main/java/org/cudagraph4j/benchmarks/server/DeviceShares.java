@@ -18,8 +18,8 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * Each GPU's share of a running Java server's work (issue 16: does an engine over several GPUs use
- * all of them?). It reads {@code GET /v2/models/{name}/metrics} (see {@link InferenceServer}) and
+ * Each GPU's share of a running Java server's work (does an engine over several GPUs use all of
+ * them?). It reads {@code GET /v2/models/{name}/metrics} (see {@link InferenceServer}) and
  * prints, per GPU, the batches and request rows it has run since the server started, with their
  * shares of the whole.
  *
