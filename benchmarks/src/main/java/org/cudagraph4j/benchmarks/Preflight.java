@@ -1,14 +1,19 @@
 package org.cudagraph4j.benchmarks;
 
+import java.time.LocalDate;
 import java.util.Locale;
+import java.util.concurrent.Callable;
 import org.cudagraph4j.Cuda;
 import org.cudagraph4j.CudaException;
 import org.cudagraph4j.CudaRuntimeNotFoundException;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * Checks for a GPU before a benchmark run. Prints the result folder's name ({@code <gpu>-<date>},
  * e.g. {@code nvidia-h200-2026-11-29}) and exits 0, or prints one line saying why there is no
- * device and exits 2.
+ * device (the library's {@link Cuda#unavailableReason()}) and exits 2.
  *
  * <pre>
  *   Preflight [--as run-benchmarks] [--min-devices N]
@@ -16,40 +21,43 @@ import org.cudagraph4j.CudaRuntimeNotFoundException;
  * {@code --as} names the script in that line. With {@code --min-devices}, fewer GPUs than N is
  * also such a line, and a second line gives the host's GPU count.
  */
-public final class Preflight {
-    private Preflight() {}
+@Command(name = "Preflight", mixinStandardHelpOptions = true,
+        description = "Prints the results folder's name for this host's GPU, or why there is none (exit 2).")
+public final class Preflight implements Callable<Integer> {
+    @Option(names = "--as", description = "the script named in the line (default: ${DEFAULT-VALUE})")
+    String script = "run-benchmarks";
+
+    @Option(names = "--min-devices", description = "the fewest GPUs the script needs (default: ${DEFAULT-VALUE})")
+    int minDevices = 0;
 
     public static void main(String[] args) {
-        String script = "run-benchmarks";
-        int minDevices = 0;
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            switch (args[i]) {
-                case "--as" -> script = args[i + 1];
-                case "--min-devices" -> minDevices = Integer.parseInt(args[i + 1]);
-                default -> throw new IllegalArgumentException("unknown option " + args[i]);
-            }
-        }
+        System.exit(new CommandLine(new Preflight()).execute(args));
+    }
+
+    @Override
+    public Integer call() {
         try {
             int count = Cuda.deviceCount();
             if (count == 0) {
-                fail(script, "needs a CUDA GPU: no CUDA device is present");
+                return fail("needs a CUDA GPU: " + Cuda.unavailableReason().orElse("no CUDA device is present"));
             }
             if (count < minDevices) {
-                fail(script, "needs " + minDevices + " CUDA GPUs; this host has " + count);
+                return fail("needs " + minDevices + " CUDA GPUs; this host has " + count);
             }
             String name = Cuda.device(0).properties().name();
             String slug = name.toLowerCase(Locale.ROOT).replaceAll("[^a-z0-9]+", "-").replaceAll("(^-|-$)", "");
-            System.out.println(slug + "-" + java.time.LocalDate.now());
+            System.out.println(slug + "-" + LocalDate.now());
             if (minDevices > 0) {
                 System.out.println(count);
             }
+            return 0;
         } catch (CudaException | CudaRuntimeNotFoundException e) {
-            fail(script, "needs a CUDA GPU: " + e.getMessage().lines().findFirst().orElse(e.toString()));
+            return fail("needs a CUDA GPU: " + e.getMessage().lines().findFirst().orElse(e.toString()));
         }
     }
 
-    private static void fail(String script, String reason) {
+    private int fail(String reason) {
         System.err.println(script + ": " + reason);
-        System.exit(2);
+        return 2;
     }
 }

@@ -132,7 +132,8 @@ public final class ServingFloor implements Callable<Integer> {
         try {
             List<CudaDevice> devices = Cuda.devices();
             if (devices.isEmpty()) {
-                System.err.println("ServingLoad --floor: needs a CUDA GPU: no CUDA device is present");
+                System.err.println("ServingLoad --floor: needs a CUDA GPU: "
+                        + Cuda.unavailableReason().orElse("no CUDA device is present"));
                 return 2;
             }
             device = devices.getFirst();

@@ -140,7 +140,8 @@ public final class ServingLoad {
             return;
         }
         if (devices.isEmpty()) {
-            System.err.println("ServingLoad: needs a CUDA GPU: no CUDA device is present");
+            System.err.println("ServingLoad: needs a CUDA GPU: "
+                    + Cuda.unavailableReason().orElse("no CUDA device is present"));
             System.exit(2);
             return;
         }
