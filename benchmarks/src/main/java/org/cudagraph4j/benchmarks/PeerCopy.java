@@ -3,11 +3,14 @@ package org.cudagraph4j.benchmarks;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.Callable;
 import org.cudagraph4j.Cuda;
 import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaException;
 import org.cudagraph4j.CudaRuntimeNotFoundException;
 import org.cudagraph4j.DeviceBuffer;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * Copy bandwidth between every ordered pair of GPUs of this host: {@code DeviceBuffer.copyFrom}
@@ -20,31 +23,37 @@ import org.cudagraph4j.DeviceBuffer;
  * </pre>
  * With fewer than two GPUs it prints one line and exits 2.
  */
-public final class PeerCopy {
+@Command(name = "PeerCopy", mixinStandardHelpOptions = true,
+        description = "Copy bandwidth between every ordered pair of this host's GPUs, without and with peer access.")
+public final class PeerCopy implements Callable<Integer> {
+    @Option(names = "--mib", description = "MiB per copy (default: ${DEFAULT-VALUE})")
+    int mib = 256;
+
+    @Option(names = "--repeats", description = "copies per pair, of which the median counts (default: ${DEFAULT-VALUE})")
+    int repeats = 11;
+
     private PeerCopy() {}
 
     public static void main(String[] args) {
-        int mib = 256;
-        int repeats = 11;
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            switch (args[i]) {
-                case "--mib" -> mib = Integer.parseInt(args[i + 1]);
-                case "--repeats" -> repeats = Integer.parseInt(args[i + 1]);
-                default -> throw new IllegalArgumentException("unknown option " + args[i]);
-            }
+        System.exit(Cli.execute(new PeerCopy(), args));
+    }
+
+    @Override
+    public Integer call() {
+        if (mib < 1 || repeats < 1) {
+            System.err.println("PeerCopy: --mib and --repeats must be positive");
+            return 2;
         }
         List<CudaDevice> devices;
         try {
             devices = Cuda.devices();
         } catch (CudaException | CudaRuntimeNotFoundException e) {
             System.err.println("PeerCopy: needs CUDA GPUs: " + e.getMessage().lines().findFirst().orElse(""));
-            System.exit(2);
-            return;
+            return 2;
         }
         if (devices.size() < 2) {
             System.err.println("PeerCopy: needs two GPUs; this host has " + devices.size());
-            System.exit(2);
-            return;
+            return 2;
         }
         long floats = (long) mib << 18;
         int count = devices.size();
@@ -87,6 +96,7 @@ public final class PeerCopy {
                 }
             }
         }
+        return 0;
     }
 
     private static double medianGigabytesPerSecond(DeviceBuffer source, DeviceBuffer target, int repeats) {

@@ -6,7 +6,6 @@ import java.util.concurrent.Callable;
 import org.cudagraph4j.Cuda;
 import org.cudagraph4j.CudaException;
 import org.cudagraph4j.CudaRuntimeNotFoundException;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -31,7 +30,7 @@ public final class Preflight implements Callable<Integer> {
     int minDevices = 0;
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new Preflight()).execute(args));
+        System.exit(Cli.execute(new Preflight(), args));
     }
 
     @Override

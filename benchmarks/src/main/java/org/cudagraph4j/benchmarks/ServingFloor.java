@@ -38,7 +38,6 @@ import org.cudagraph4j.graph.StreamCapture;
 import org.cudagraph4j.serving.InferenceEngine;
 import org.cudagraph4j.serving.LaneModel;
 import org.cudagraph4j.serving.ServingOptions;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -119,7 +118,7 @@ public final class ServingFloor implements Callable<Integer> {
     private record Pool(List<float[]> inputs, List<float[]> answers) {}
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new ServingFloor()).execute(args));
+        System.exit(Cli.execute(new ServingFloor(), args));
     }
 
     @Override

@@ -20,11 +20,15 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.stream.IntStream;
+import org.cudagraph4j.benchmarks.Cli;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * Checks that two Open Inference Protocol servers of the same model give the same answers: the Java
@@ -48,7 +52,9 @@ import java.util.stream.IntStream;
  * </pre>
  * Exits 0 when every answer agrees, 1 when one does not, and 2 when a server cannot be asked.
  */
-public final class CrossCheck {
+@Command(name = "CrossCheck", mixinStandardHelpOptions = true,
+        description = "Sends the same requests to two KServe v2 servers (and the model on the CPU) and compares.")
+public final class CrossCheck implements Callable<Integer> {
     /** The default request sizes: one row, sizes up to 64, the largest bucket, and one above it. */
     static final List<Integer> DEFAULT_ROWS = List.of(1, 2, 3, 7, 8, 17, 31, 64, 100, 256, 300);
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -362,26 +368,45 @@ public final class CrossCheck {
         return Double.isNaN(v) ? "-" : String.format(Locale.ROOT, "%.3e", v);
     }
 
-    public static void main(String[] args) throws Exception {
-        Map<String, String> given = new LinkedHashMap<>();
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            given.put(args[i].replaceFirst("^--", ""), args[i + 1]);
-        }
-        if (!given.containsKey("a") || !given.containsKey("b") || args.length % 2 != 0) {
-            System.err.println("usage: CrossCheck --a URL --b URL [--model mlp] [--rows 1,2,64,300] "
-                    + "[--tolerance 1e-4] [--reference model.safetensors] [--seed 7] [--json FILE]");
-            System.exit(2);
-        }
-        List<Integer> rows = given.containsKey("rows") ? Arrays.stream(given.get("rows").split(","))
-                .map(String::strip).map(Integer::parseInt).toList() : DEFAULT_ROWS;
-        MlpWeights reference = given.containsKey("reference") ? MlpWeights.load(Path.of(given.get("reference"))) : null;
-        Result result = run(URI.create(given.get("a")), URI.create(given.get("b")), given.getOrDefault("model", "mlp"),
-                rows, Double.parseDouble(given.getOrDefault("tolerance", "1e-4")), reference,
-                Long.parseLong(given.getOrDefault("seed", "7")));
+    @Option(names = "--a", required = true, description = "one server, e.g. http://127.0.0.1:18000")
+    URI a;
+
+    @Option(names = "--b", required = true, description = "the other server")
+    URI b;
+
+    @Option(names = "--model", description = "the served model's name (default: ${DEFAULT-VALUE})")
+    String model = "mlp";
+
+    @Option(names = "--rows", split = ",", description = "request sizes in rows (default: 1, 2, 3, 7, 8, 17, 31, "
+            + "64, 100, 256, 300)")
+    List<Integer> rows = DEFAULT_ROWS;
+
+    @Option(names = "--tolerance", description = "the largest relative error taken as agreeing (default: "
+            + "${DEFAULT-VALUE})")
+    double tolerance = 1e-4;
+
+    @Option(names = "--reference", description = "the model file, to compare both with the model on the CPU")
+    Path referenceModel;
+
+    @Option(names = "--seed", description = "the inputs' random seed (default: ${DEFAULT-VALUE})")
+    long seed = 7;
+
+    @Option(names = "--json", description = "write the result there")
+    Path json;
+
+    public static void main(String[] args) {
+        System.exit(Cli.execute(new CrossCheck(), args));
+    }
+
+    /** The exit status: 0 when every answer agrees, 1 when one does not, 2 when the servers could not be asked. */
+    @Override
+    public Integer call() throws Exception {
+        MlpWeights reference = referenceModel == null ? null : MlpWeights.load(referenceModel);
+        Result result = run(a, b, model, rows, tolerance, reference, seed);
         System.out.print(table(result));
-        if (given.containsKey("json")) {
-            JSON.enable(SerializationFeature.INDENT_OUTPUT).writeValue(Path.of(given.get("json")).toFile(), result);
+        if (json != null) {
+            JSON.enable(SerializationFeature.INDENT_OUTPUT).writeValue(json.toFile(), result);
         }
-        System.exit(result.problem() != null ? 2 : result.agree() ? 0 : 1);
+        return result.problem() != null ? 2 : result.agree() ? 0 : 1;
     }
 }

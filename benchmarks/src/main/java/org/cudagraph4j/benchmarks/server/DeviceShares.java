@@ -12,10 +12,13 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.Callable;
+import org.cudagraph4j.benchmarks.Cli;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * Each GPU's share of a running Java server's work (does an engine over several GPUs use all of
@@ -29,7 +32,9 @@ import java.util.Map;
  * Exits 0 when every GPU of the engine has run batches, 1 when one has run none, and 2 when the
  * server cannot be asked.
  */
-public final class DeviceShares {
+@Command(name = "DeviceShares", mixinStandardHelpOptions = true,
+        description = "Each GPU's share of a running Java server's batches and rows, from its metrics.")
+public final class DeviceShares implements Callable<Integer> {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     /**
@@ -128,27 +133,33 @@ public final class DeviceShares {
         return text.toString();
     }
 
-    public static void main(String[] args) throws Exception {
-        Map<String, String> given = new LinkedHashMap<>();
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            given.put(args[i].replaceFirst("^--", ""), args[i + 1]);
-        }
-        if (!given.containsKey("url") || args.length % 2 != 0) {
-            System.err.println("usage: DeviceShares --url URL [--model mlp] [--json FILE]");
-            System.exit(2);
-        }
+    @Option(names = "--url", required = true, description = "the Java server, e.g. http://127.0.0.1:18000")
+    URI url;
+
+    @Option(names = "--model", description = "the served model's name (default: ${DEFAULT-VALUE})")
+    String model = "mlp";
+
+    @Option(names = "--json", description = "write the result there")
+    Path json;
+
+    public static void main(String[] args) {
+        System.exit(Cli.execute(new DeviceShares(), args));
+    }
+
+    /** The exit status: 0 when every GPU ran batches, 1 when one ran none, 2 without the metrics. */
+    @Override
+    public Integer call() throws IOException, InterruptedException {
         Result result;
         try {
-            result = read(URI.create(given.get("url")), given.getOrDefault("model", "mlp"));
+            result = read(url, model);
         } catch (IOException e) {
             System.err.println("DeviceShares: cannot read the engine's metrics: " + e.getMessage());
-            System.exit(2);
-            return;
+            return 2;
         }
         System.out.print(table(result));
-        if (given.containsKey("json")) {
-            JSON.enable(SerializationFeature.INDENT_OUTPUT).writeValue(Path.of(given.get("json")).toFile(), result);
+        if (json != null) {
+            JSON.enable(SerializationFeature.INDENT_OUTPUT).writeValue(json.toFile(), result);
         }
-        System.exit(result.everyDeviceWorked() ? 0 : 1);
+        return result.everyDeviceWorked() ? 0 : 1;
     }
 }

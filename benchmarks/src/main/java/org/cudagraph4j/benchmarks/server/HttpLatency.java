@@ -23,7 +23,7 @@ import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import org.HdrHistogram.Histogram;
-import picocli.CommandLine;
+import org.cudagraph4j.benchmarks.Cli;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -79,7 +79,7 @@ public final class HttpLatency implements Callable<Integer> {
     private record Prepared(byte[] request, float[] answer) {}
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new HttpLatency()).execute(args));
+        System.exit(Cli.execute(new HttpLatency(), args));
     }
 
     @Override

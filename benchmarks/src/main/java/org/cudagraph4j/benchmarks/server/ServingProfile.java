@@ -15,7 +15,7 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordingFile;
-import picocli.CommandLine;
+import org.cudagraph4j.benchmarks.Cli;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -48,7 +48,7 @@ public final class ServingProfile implements Callable<Integer> {
     Path out;
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new ServingProfile()).execute(args));
+        System.exit(Cli.execute(new ServingProfile(), args));
     }
 
     @Override
