@@ -9,6 +9,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
+import java.util.concurrent.Callable;
 import java.util.stream.Stream;
 import org.cudagraph4j.Cuda;
 import org.cudagraph4j.CudaDevice;
@@ -22,6 +23,8 @@ import org.cudagraph4j.serving.CaptureReport;
 import org.cudagraph4j.serving.InferenceEngine;
 import org.cudagraph4j.serving.LaneModel;
 import org.cudagraph4j.serving.ServingOptions;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Parameters;
 
 /**
  * How long an {@link InferenceEngine} takes to start with every bucket of the default ladder (35
@@ -35,21 +38,34 @@ import org.cudagraph4j.serving.ServingOptions;
  * </pre>
  * Without a GPU it prints one line and exits 2.
  */
-public final class EngineStartup {
+@Command(name = "EngineStartup", mixinStandardHelpOptions = true,
+        description = "An engine's start with every bucket captured against one loading its graph archives.")
+public final class EngineStartup implements Callable<Integer> {
     private static final int WIDTH = 512;
     private static final int LAYERS = 16;
 
     private EngineStartup() {}
 
-    public static void main(String[] args) throws Exception {
-        int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 5;
+    @Parameters(index = "0", arity = "0..1", defaultValue = "5",
+            description = "starts of each kind, of which the median counts (default: ${DEFAULT-VALUE})")
+    int rounds;
+
+    public static void main(String[] args) {
+        System.exit(Cli.execute(new EngineStartup(), args));
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        if (rounds < 1) {
+            System.err.println("EngineStartup: the number of rounds must be positive, got " + rounds);
+            return 2;
+        }
         CudaDevice device;
         try {
             device = Cuda.device(0);
         } catch (CudaException | CudaRuntimeNotFoundException e) {
             System.err.println("EngineStartup: needs a CUDA GPU: " + e.getMessage().lines().findFirst().orElse(""));
-            System.exit(2);
-            return;
+            return 2;
         }
         Path archives = Files.createTempDirectory("cg4j-archives");
         List<DeviceBuffer> weights = new ArrayList<>();
@@ -86,6 +102,7 @@ public final class EngineStartup {
                 files.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
             }
         }
+        return 0;
     }
 
     /** Starts and closes an engine; the milliseconds the start took. */

@@ -14,7 +14,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.Callable;
 import java.util.zip.GZIPInputStream;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Parameters;
 
 /**
  * Turns one run's JMH JSON and native JSON into {@code results.md} (medians side by side, with
@@ -44,21 +47,38 @@ public final class Report {
     private JsonNode servingLoad;
     private JsonNode sameProcess;
 
-    public static void main(String[] args) throws IOException {
-        if (args.length != 3) {
-            System.err.println("usage: Report jmh.json native.json outputDir");
-            System.exit(2);
+    public static void main(String[] args) {
+        System.exit(Cli.execute(new Main(), args));
+    }
+
+    /** The command line: the raw results in, the report out. */
+    @Command(name = "Report", mixinStandardHelpOptions = true,
+            description = "Writes results.md (and chart.svg on a full JDK) from a benchmark run's raw results.")
+    static final class Main implements Callable<Integer> {
+        @Parameters(index = "0", description = "JMH's JSON results")
+        Path jmhFile;
+
+        @Parameters(index = "1", description = "the native harness's JSON results")
+        Path nativeFile;
+
+        @Parameters(index = "2", description = "the run's folder, where the report goes")
+        Path out;
+
+        @Override
+        public Integer call() throws IOException {
+            write(jmhFile, nativeFile, out);
+            return 0;
         }
+    }
+
+    private static void write(Path jmhFile, Path nativeFile, Path out) throws IOException {
         Report report = new Report();
-        Path jmhFile = Path.of(args[0]);
         if (Files.exists(jmhFile)) {
             report.readJmh(text(jmhFile));
         }
-        Path nativeFile = Path.of(args[1]);
         if (Files.exists(nativeFile)) {
             report.readNative(text(nativeFile));
         }
-        Path out = Path.of(args[2]);
         for (String log : new String[] {"mlp-native.log", "mlp-torch.log", "mlp-cublaslt.log"}) {
             if (Files.exists(out.resolve(log))) {
                 report.mlp.read(Files.readString(out.resolve(log)));

@@ -13,6 +13,7 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
+import java.lang.reflect.UndeclaredThrowableException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -20,6 +21,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.Callable;
 import org.cudagraph4j.CudaException;
 import org.cudagraph4j.CudaRuntimeNotFoundException;
 import org.cudagraph4j.Dim3;
@@ -27,6 +29,8 @@ import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.graph.CudaGraph;
 import org.cudagraph4j.graph.GraphExec;
 import org.cudagraph4j.graph.GraphNode;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * The same-process native baseline: the loops of {@code LaunchOverhead} and {@code GraphLifecycle}
@@ -123,30 +127,54 @@ public final class SameProcess {
         return symbols.find(name).orElseThrow(() -> new IllegalArgumentException("the library has no " + name));
     }
 
-    public static void main(String[] args) throws Throwable {
-        Map<String, String> options = new LinkedHashMap<>();
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            options.put(args[i].replaceFirst("^--", ""), args[i + 1]);
+    public static void main(String[] args) {
+        System.exit(Cli.execute(new Main(), args));
+    }
+
+    /** The command line. */
+    @Command(name = "SameProcess", mixinStandardHelpOptions = true,
+            description = "Java and C launch loops alternating in one JVM, over one set of GPU resources.")
+    static final class Main implements Callable<Integer> {
+        @Option(names = "--library", required = true, description = "the C loops, libcg4j_same_process.so")
+        Path library;
+
+        @Option(names = "--rounds", description = "alternating rounds per loop (default: ${DEFAULT-VALUE})")
+        int rounds = 31;
+
+        @Option(names = "--iterations", description = "iterations per round (default: ${DEFAULT-VALUE})")
+        int iterations = 2000;
+
+        @Option(names = "--json", description = "write the rows there")
+        Path json;
+
+        @Override
+        public Integer call() throws Exception {
+            if (rounds < 1 || iterations < 1) {
+                System.err.println("SameProcess: --rounds and --iterations must be positive");
+                return 2;
+            }
+            try {
+                return run(library, rounds, iterations, json);
+            } catch (Exception | Error e) {
+                throw e;
+            } catch (Throwable t) { // the downcall handles declare Throwable
+                throw new UndeclaredThrowableException(t);
+            }
         }
-        if (!options.containsKey("library")) {
-            System.err.println("usage: SameProcess --library libcg4j_same_process.so [--rounds 31] [--iterations 2000]"
-                    + " [--json FILE]");
-            System.exit(2);
-        }
-        int rounds = Integer.parseInt(options.getOrDefault("rounds", "31"));
-        int iterations = Integer.parseInt(options.getOrDefault("iterations", "2000"));
+    }
+
+    private static int run(Path library, int rounds, int iterations, Path json) throws Throwable {
         Gpu gpu;
         try {
             gpu = new Gpu();
         } catch (CudaException | CudaRuntimeNotFoundException e) {
             System.err.println("SameProcess: needs a CUDA GPU: " + e.getMessage().lines().findFirst().orElse(""));
-            System.exit(2);
-            return;
+            return 2;
         }
         List<Row> rows = new ArrayList<>();
         String device = gpu.device.properties().name();
         try (gpu; Arena arena = Arena.ofConfined()) {
-            SameProcess baseline = new SameProcess(gpu, Path.of(options.get("library")), arena);
+            SameProcess baseline = new SameProcess(gpu, library, arena);
             try {
                 baseline.warmUp(iterations);
                 for (Loop loop : Loop.values()) {
@@ -164,14 +192,14 @@ public final class SameProcess {
                     row.n(), row.javaMicros(), row.nativeMicros(), row.ratio(), row.ratioP25(), row.ratioP75(),
                     row.rounds());
         }
-        if (options.containsKey("json")) {
+        if (json != null) {
             Map<String, Object> report = new LinkedHashMap<>();
             report.put("device", device);
             report.put("iterationsPerRound", iterations);
             report.put("rows", rows);
-            new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(Path.of(options.get("json"))
-                    .toFile(), report);
+            new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(json.toFile(), report);
         }
+        return 0;
     }
 
     /** Both sides, the eager loop, for two seconds: the clocks rise and both JITs settle first. */

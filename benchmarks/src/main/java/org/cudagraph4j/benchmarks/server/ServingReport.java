@@ -15,8 +15,12 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.TreeSet;
+import java.util.concurrent.Callable;
 import java.util.stream.Stream;
 import org.cudagraph4j.benchmarks.Charts;
+import org.cudagraph4j.benchmarks.Cli;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Parameters;
 
 /**
  * Turns one serving run's folder ({@code bin/run-serving-benchmark} writes it) into
@@ -118,12 +122,22 @@ public final class ServingReport {
         return report;
     }
 
-    public static void main(String[] args) throws IOException {
-        if (args.length != 1) {
-            System.err.println("usage: ServingReport DIR");
-            System.exit(2);
+    public static void main(String[] args) {
+        System.exit(Cli.execute(new Main(), args));
+    }
+
+    /** The command line: a serving run's folder. */
+    @Command(name = "ServingReport", mixinStandardHelpOptions = true,
+            description = "Writes a serving run's results.md (and chart.svg on a full JDK) from its raw results.")
+    static final class Main implements Callable<Integer> {
+        @Parameters(index = "0", paramLabel = "DIR", description = "the serving run's folder")
+        Path dir;
+
+        @Override
+        public Integer call() throws IOException {
+            System.out.print(write(dir));
+            return 0;
         }
-        System.out.print(write(Path.of(args[0])));
     }
 
     /**
