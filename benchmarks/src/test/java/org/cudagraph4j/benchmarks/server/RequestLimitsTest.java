@@ -227,7 +227,13 @@ class RequestLimitsTest {
             long millis = (System.nanoTime() - start) / 1_000_000;
             assertTrue(answer.isEmpty() || answer.equals("HTTP/1.1 408"), answer);
             assertTrue(millis < 3000, "the stalled body held its connection for " + millis + " ms");
-            assertEquals(200, infer(server, good).statusCode());
+            // The handler gives its slot back as it unwinds, which may be just after the client sees the close.
+            int status = infer(server, good).statusCode();
+            for (long deadline = System.nanoTime() + 2_000_000_000L; status == 503 && System.nanoTime() < deadline; ) {
+                Thread.sleep(10);
+                status = infer(server, good).statusCode();
+            }
+            assertEquals(200, status, "the stalled request's in-flight slot was given back");
         }
     }
 }
