@@ -17,12 +17,12 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
@@ -34,7 +34,10 @@ import java.util.concurrent.atomic.LongAdder;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramLogWriter;
 import org.HdrHistogram.Recorder;
+import org.cudagraph4j.benchmarks.Cli;
 import org.cudagraph4j.benchmarks.OpenLoop;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * An open-loop HTTP load generator for any Open Inference Protocol server on loopback (the Java
@@ -308,63 +311,121 @@ public final class HttpLoad {
         }
     }
 
-    public static void main(String[] args) throws Exception {
-        Map<String, String> given = new LinkedHashMap<>();
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            given.put(args[i].replaceFirst("^--", ""), args[i + 1]);
-        }
-        if (given.containsKey("write-body") && given.containsKey("width")) {
-            writeBody(Path.of(given.get("write-body")), Integer.parseInt(given.get("width")),
-                    Integer.parseInt(given.getOrDefault("rows", "1")), given.getOrDefault("encoding", "json"));
-            return;
-        }
-        if (!given.containsKey("url") || !given.containsKey("width") || args.length % 2 != 0) {
-            usage();
-        }
-        Options options;
-        try {
-            String[] rows = given.getOrDefault("rows", "1").split("-");
-            String encoding = given.getOrDefault("encoding", "json");
+    public static void main(String[] args) {
+        System.exit(Cli.execute(new Main(), args));
+    }
+
+    /** The command line: a load against {@code --url}, or with {@code --write-body} one body for another client. */
+    @Command(name = "HttpLoad", mixinStandardHelpOptions = true, sortOptions = false,
+            description = "Open-loop Poisson load against a KServe v2 server, or (--write-body) one request body.")
+    static final class Main implements Callable<Integer> {
+        @Option(names = "--url", description = "the inference endpoint, e.g. http://127.0.0.1:18000/v2/models/mlp/infer")
+        URI url;
+
+        @Option(names = "--width", required = true, description = "floats per input row")
+        int width;
+
+        @Option(names = "--rates", split = ",", description = "offered requests/s (default: 500, 2000, 8000)")
+        List<Integer> rates = List.of(500, 2000, 8000);
+
+        @Option(names = "--seconds", description = "seconds per rate (default: ${DEFAULT-VALUE})")
+        double seconds = 5;
+
+        @Option(names = "--max-requests", description = "requests per rate at most (default: ${DEFAULT-VALUE})")
+        long maxRequests = 200_000;
+
+        @Option(names = "--rows", description = "rows per request: N, or A-B for uniform A to B (default: "
+                + "${DEFAULT-VALUE})")
+        String rows = "1";
+
+        @Option(names = "--encoding", description = "json or binary (default: ${DEFAULT-VALUE})")
+        String encoding = "json";
+
+        @Option(names = "--timeout-seconds", description = "a request's timeout (default: ${DEFAULT-VALUE})")
+        double timeoutSeconds = 10;
+
+        @Option(names = "--max-in-flight", description = "requests outstanding at most (default: ${DEFAULT-VALUE})")
+        int maxInFlight = 2048;
+
+        @Option(names = "--warmup-seconds", description = "warm-up at the first rate (default: ${DEFAULT-VALUE})")
+        double warmupSeconds = 0;
+
+        @Option(names = "--stop-after-saturation", arity = "1", description = "stop the ladder at the first rate "
+                + "not sustained: true or false (default: ${DEFAULT-VALUE})")
+        boolean stopAfterSaturation;
+
+        @Option(names = "--recovery", arity = "1", description = "run the lowest rate again at the end: true or false "
+                + "(default: ${DEFAULT-VALUE})")
+        boolean recovery;
+
+        @Option(names = "--label", description = "names the points (default: ${DEFAULT-VALUE})")
+        String label = "load";
+
+        @Option(names = "--json", description = "write the points there")
+        Path json;
+
+        @Option(names = "--histograms", description = "write each point's histogram into that folder")
+        Path histograms;
+
+        @Option(names = "--write-body", description = "write one request body there, print its "
+                + "Inference-Header-Content-Length, and exit")
+        Path writeBody;
+
+        @Override
+        public Integer call() throws Exception {
             if (!encoding.equals("json") && !encoding.equals("binary")) {
-                throw new IllegalArgumentException("--encoding is json or binary, not " + encoding);
+                System.err.println("HttpLoad: --encoding is json or binary, not " + encoding);
+                return 2;
             }
-            options = new Options(URI.create(given.get("url")), Integer.parseInt(given.get("width")),
-                    Arrays.stream(given.getOrDefault("rates", "500,2000,8000").split(",")).map(String::strip)
-                            .map(Integer::parseInt).toList(),
-                    Double.parseDouble(given.getOrDefault("seconds", "5")),
-                    Long.parseLong(given.getOrDefault("max-requests", "200000")), Integer.parseInt(rows[0]),
-                    Integer.parseInt(rows[rows.length - 1]), encoding.equals("binary"),
-                    Double.parseDouble(given.getOrDefault("timeout-seconds", "10")),
-                    Integer.parseInt(given.getOrDefault("max-in-flight", "2048")),
-                    Double.parseDouble(given.getOrDefault("warmup-seconds", "0")),
-                    Boolean.parseBoolean(given.getOrDefault("stop-after-saturation", "false")),
-                    Boolean.parseBoolean(given.getOrDefault("recovery", "false")));
-        } catch (IllegalArgumentException e) {
-            System.err.println("HttpLoad: " + e.getMessage());
-            usage();
-            return;
-        }
-        String label = given.getOrDefault("label", "load");
-        Instant started = Instant.now();
-        List<Measured> measured = measure(options);
-        List<Point> points = measured.stream().map(Measured::point).toList();
-        for (Point p : points) {
-            System.out.printf(Locale.ROOT, "%s %8d/s offered%s  %10.1f/s ok  p50 %9.1f  p99 %9.1f  p99.9 %9.1f  "
-                    + "max %9.1f µs  503s %d  errors %d (timeouts %d)  dropped %d  %s%n", label, p.offeredPerSecond(),
-                    p.recovery() ? " (recovery)" : "", p.completedPerSecond(), p.p50Micros(), p.p99Micros(),
-                    p.p999Micros(), p.maxMicros(), p.unavailable(), p.errors(), p.timeouts(), p.dropped(),
-                    p.sustained() ? "sustained" : "NOT sustained");
-        }
-        if (given.containsKey("histograms")) {
-            writeHistograms(Path.of(given.get("histograms")), label, measured);
-        }
-        if (given.containsKey("json")) {
-            Map<String, Object> report = new LinkedHashMap<>();
-            report.put("label", label);
-            report.put("started", started.toString());
-            report.put("options", options);
-            report.put("points", points);
-            JSON.enable(SerializationFeature.INDENT_OUTPUT).writeValue(Path.of(given.get("json")).toFile(), report);
+            String[] range = rows.split("-");
+            int minRows;
+            int maxRows;
+            try {
+                minRows = Integer.parseInt(range[0].strip());
+                maxRows = Integer.parseInt(range[range.length - 1].strip());
+            } catch (NumberFormatException e) {
+                System.err.println("HttpLoad: --rows is N or A-B, not " + rows);
+                return 2;
+            }
+            if (writeBody != null) {
+                HttpLoad.writeBody(writeBody, width, minRows, encoding);
+                return 0;
+            }
+            if (url == null) {
+                System.err.println("HttpLoad: --url is needed, or --write-body (--help lists the options)");
+                return 2;
+            }
+            Options options;
+            try {
+                options = new Options(url, width, rates, seconds, maxRequests, minRows, maxRows,
+                        encoding.equals("binary"), timeoutSeconds, maxInFlight, warmupSeconds, stopAfterSaturation,
+                        recovery);
+            } catch (IllegalArgumentException e) {
+                System.err.println("HttpLoad: " + e.getMessage());
+                return 2;
+            }
+            Instant started = Instant.now();
+            List<Measured> measured = measure(options);
+            List<Point> points = measured.stream().map(Measured::point).toList();
+            for (Point p : points) {
+                System.out.printf(Locale.ROOT, "%s %8d/s offered%s  %10.1f/s ok  p50 %9.1f  p99 %9.1f  p99.9 %9.1f  "
+                        + "max %9.1f µs  503s %d  errors %d (timeouts %d)  dropped %d  %s%n", label,
+                        p.offeredPerSecond(), p.recovery() ? " (recovery)" : "", p.completedPerSecond(), p.p50Micros(),
+                        p.p99Micros(), p.p999Micros(), p.maxMicros(), p.unavailable(), p.errors(), p.timeouts(),
+                        p.dropped(), p.sustained() ? "sustained" : "NOT sustained");
+            }
+            if (histograms != null) {
+                writeHistograms(histograms, label, measured);
+            }
+            if (json != null) {
+                Map<String, Object> report = new LinkedHashMap<>();
+                report.put("label", label);
+                report.put("started", started.toString());
+                report.put("options", options);
+                report.put("points", points);
+                JSON.enable(SerializationFeature.INDENT_OUTPUT).writeValue(json.toFile(), report);
+            }
+            return 0;
         }
     }
 
@@ -381,14 +442,5 @@ public final class HttpLoad {
         };
         Files.write(file, body.bytes());
         System.out.println(body.headerLength() == null ? "" : body.headerLength());
-    }
-
-    private static void usage() {
-        System.err.println("usage: HttpLoad --url URL --width W [--rates r1,r2] [--seconds S] [--max-requests N]"
-                + " [--rows N|A-B] [--encoding json|binary] [--timeout-seconds S] [--max-in-flight N]"
-                + " [--warmup-seconds S] [--stop-after-saturation true|false] [--recovery true|false]"
-                + " [--label NAME] [--json FILE] [--histograms DIR]\n       HttpLoad --write-body FILE --width W"
-                + " [--rows N] [--encoding json|binary]");
-        System.exit(2);
     }
 }
