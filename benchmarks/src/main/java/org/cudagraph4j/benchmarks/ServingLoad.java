@@ -117,6 +117,14 @@ public final class ServingLoad {
     record Scaling(String policy, int gpus, double servedPerSecond, double servedPerGpuPerSecond, double scaling,
             boolean saturated, int perGpuOfferedPerSecond, double perGpuSubmittedPerSecond, double perGpuP99Micros) {}
 
+    private static final String USAGE = """
+            usage: ServingLoad [--rates r1,r2,...] [--seconds S] [--rows N] [--policies EAGER,LAZY,NONE] [--width W]
+                               [--layers L] [--lanes N] [--clients N] [--max-in-flight N] [--json FILE]
+                   ServingLoad --devices g1,g2,... [--per-gpu-rate R] [--saturation-rate R] [the options above but
+                               --rates]   (GPU counts; lanes, clients, max-in-flight and both rates per GPU)
+                   ServingLoad --floor [--help for its options]
+            """;
+
     private ServingLoad() {}
 
     public static void main(String[] args) throws Exception {
@@ -124,11 +132,16 @@ public final class ServingLoad {
             ServingFloor.main(Arrays.copyOfRange(args, 1, args.length));
             return;
         }
+        if (args.length == 1 && (args[0].equals("--help") || args[0].equals("-h"))) {
+            System.out.print(USAGE);
+            return;
+        }
         Options options;
         try {
             options = parse(args);
         } catch (IllegalArgumentException e) {
-            usage(e.getMessage());
+            System.err.println("ServingLoad: " + e.getMessage() + " (--help lists the options)");
+            System.exit(2);
             return;
         }
         List<CudaDevice> devices;
@@ -545,16 +558,5 @@ public final class ServingLoad {
         if (most > available) {
             throw new IllegalArgumentException("--devices asks for " + most + " GPUs; this host has " + available);
         }
-    }
-
-    private static void usage(String problem) {
-        System.err.println("ServingLoad: " + problem);
-        System.err.println("usage: ServingLoad [--rates r1,r2,...] [--seconds S] [--rows N]"
-                + " [--policies EAGER,LAZY,NONE] [--width W] [--layers L] [--lanes N] [--clients N]"
-                + " [--max-in-flight N] [--json FILE]");
-        System.err.println("       ServingLoad --devices g1,g2,... [--per-gpu-rate R] [--saturation-rate R]"
-                + " [the options above but --rates]   (GPU counts; lanes, clients, max-in-flight and both rates"
-                + " per GPU)");
-        System.exit(2);
     }
 }
