@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the gpu tests' kernels into one fatbin: SASS for sm_80..sm_120 plus PTX for newer GPUs.
-# Uncompressed: the library refuses compressed entries, which it cannot check before the driver reads them.
+# Uncompressed, so that the image tests' mutations reach the entries' ELF and PTX fields directly.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out="$here/../resources/org/cudagraph4j/test_kernels.fatbin"
