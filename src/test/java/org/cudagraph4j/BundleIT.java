@@ -21,8 +21,11 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @Tag("build")
 class BundleIT {
-    /** Room to spare under the 64 MiB that may travel to the GPU host with the working tree. */
-    private static final long MAX_BYTES = 48L << 20;
+    /**
+     * Room to spare under the 64 MiB that may travel to the GPU host with the working tree, and a
+     * ratchet: 44.4 MiB once the native harness's cubins came out of the jar instead of a second copy.
+     */
+    private static final long MAX_BYTES = 46L << 20;
 
     private final Path tarball = Path.of(System.getProperty("bundle.tarball", "target/cudagraph4j-gpu-bundle.tar.gz"));
     private final Path bundle = Path.of(System.getProperty("bundle.dir", "target/cudagraph4j-gpu-bundle/cudagraph4j-gpu-bundle"));
@@ -43,8 +46,6 @@ class BundleIT {
                 "cudagraph4j-gpu-bundle/benchmarks/benchmarks.jar",
                 "cudagraph4j-gpu-bundle/benchmarks/native/launch_overhead.cu",
                 "cudagraph4j-gpu-bundle/benchmarks/native/build.sh",
-                "cudagraph4j-gpu-bundle/benchmarks/kernels/cg4j_kernels.sm_90.cubin",
-                "cudagraph4j-gpu-bundle/benchmarks/kernels/manifest.properties",
                 "cudagraph4j-gpu-bundle/benchmarks/native/skinny_test.cu",
                 "cudagraph4j-gpu-bundle/benchmarks/native/mlp_torch.py",
                 "cudagraph4j-gpu-bundle/benchmarks/native/mlp_cublaslt.cu",
