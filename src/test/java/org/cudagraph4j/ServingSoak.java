@@ -28,7 +28,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
-import java.util.function.Function;
 import java.util.stream.IntStream;
 import org.cudagraph4j.kernels.Linear;
 import org.cudagraph4j.kernels.Mlp;
@@ -137,9 +136,9 @@ public final class ServingSoak {
             for (int i = 0; i < args.length; i++) {
                 String value = i + 1 < args.length ? args[i + 1] : null;
                 switch (args[i]) {
-                    case "--minutes" -> minutes = number(args[i], value, Double::parseDouble);
-                    case "--report" -> report = Path.of(required(args[i], value));
-                    case "--seed" -> seed = number(args[i], value, Long::parseLong);
+                    case "--minutes" -> minutes = Soak.number(args[i], value, Double::parseDouble);
+                    case "--report" -> report = Path.of(Soak.required(args[i], value));
+                    case "--seed" -> seed = Soak.number(args[i], value, Long::parseLong);
                     default -> throw new IllegalArgumentException("unknown argument " + args[i]);
                 }
                 i++;
@@ -151,21 +150,6 @@ public final class ServingSoak {
                 throw new IllegalArgumentException("--minutes must be a positive number, got " + minutes);
             }
             return new Options(minutes, report, seed);
-        }
-
-        private static <T> T number(String option, String value, Function<String, T> parse) {
-            try {
-                return parse.apply(required(option, value));
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException(option + " takes a number, got " + value);
-            }
-        }
-
-        private static String required(String option, String value) {
-            if (value == null) {
-                throw new IllegalArgumentException(option + " needs a value");
-            }
-            return value;
         }
 
         long nanos() {

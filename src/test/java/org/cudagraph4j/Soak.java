@@ -109,21 +109,6 @@ public final class Soak {
             return new Options(minutes, threads, report);
         }
 
-        private static <T> T number(String option, String value, Function<String, T> parse) {
-            try {
-                return parse.apply(required(option, value));
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException(option + " takes a number, got " + value);
-            }
-        }
-
-        private static String required(String option, String value) {
-            if (value == null) {
-                throw new IllegalArgumentException(option + " needs a value");
-            }
-            return value;
-        }
-
         int platformThreads() {
             return (threads + 1) / 2;
         }
@@ -194,6 +179,23 @@ public final class Soak {
         Arrays.setAll(counts, i -> new LongAdder());
         this.maxCopyFloats = (int) Math.min(1 << 22,
                 Runtime.getRuntime().maxMemory() / (16L * options.threads() * Float.BYTES));
+    }
+
+    /** An option's value parsed as a number; a missing or malformed one is an IllegalArgumentException naming it. */
+    static <T> T number(String option, String value, Function<String, T> parse) {
+        try {
+            return parse.apply(required(option, value));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(option + " takes a number, got " + value);
+        }
+    }
+
+    /** An option's value, which must be given. */
+    static String required(String option, String value) {
+        if (value == null) {
+            throw new IllegalArgumentException(option + " needs a value");
+        }
+        return value;
     }
 
     public static void main(String[] args) throws InterruptedException {
