@@ -3,7 +3,9 @@ package org.cudagraph4j;
 import java.util.List;
 
 /**
- * No CUDA 13 runtime ({@code libcudart.so.13}) could be loaded from any of the places searched.
+ * A CUDA 13 library could not be loaded from any of the places searched: the runtime
+ * ({@code libcudart.so.13}), which everything needs, or NVRTC ({@code libnvrtc.so.13}), which only
+ * {@link org.cudagraph4j.compile.Program} needs.
  *
  * <p>The message lists every place tried, with the reason each failed, and how to point the
  * library at a runtime.
@@ -14,13 +16,15 @@ public final class CudaRuntimeNotFoundException extends RuntimeException {
     private final transient List<String> attempts;
 
     /**
-     * Creates the exception with a message listing {@code attempts}, then {@code howToFix}.
+     * Creates the exception with a message naming {@code library}, listing {@code attempts}, then
+     * {@code howToFix}.
      *
+     * @param library what was looked for, e.g. "the CUDA runtime (libcudart.so.13)"
      * @param attempts one line per place tried, with why it failed
      * @param howToFix the remedy, appended after the list
      */
-    CudaRuntimeNotFoundException(List<String> attempts, String howToFix) {
-        super("could not load the CUDA runtime (libcudart.so.13); tried, in order:\n  "
+    CudaRuntimeNotFoundException(String library, List<String> attempts, String howToFix) {
+        super("could not load " + library + "; tried, in order:\n  "
                 + String.join("\n  ", attempts) + "\n" + howToFix);
         this.attempts = List.copyOf(attempts);
     }

@@ -29,8 +29,8 @@ final class RootAccessBridge
     }
 
     @Override
-    public CudaRuntimeNotFoundException runtimeNotFound(List<String> attempts, String howToFix) {
-        return new CudaRuntimeNotFoundException(attempts, howToFix);
+    public CudaRuntimeNotFoundException libraryNotFound(String library, List<String> attempts, String howToFix) {
+        return new CudaRuntimeNotFoundException(library, attempts, howToFix);
     }
 
     @Override

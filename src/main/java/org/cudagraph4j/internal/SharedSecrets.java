@@ -39,8 +39,8 @@ public final class SharedSecrets {
          */
         X callFailed(int code, String function, String context);
 
-        /** The {@code CudaRuntimeNotFoundException} for a failed search. */
-        RuntimeException runtimeNotFound(List<String> attempts, String howToFix);
+        /** The {@code CudaRuntimeNotFoundException} for a failed search for {@code library}. */
+        RuntimeException libraryNotFound(String library, List<String> attempts, String howToFix);
 
         /** Where a stream keeps the capture it takes part in, which a capture begins in. */
         CaptureTracker.Slot captureSlot(S stream);

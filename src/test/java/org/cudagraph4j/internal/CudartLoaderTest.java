@@ -18,7 +18,7 @@ class CudartLoaderTest {
         Map<String, String> properties = Map.of(CudartLoader.PATH_PROPERTY, dir.toString());
         Map<String, String> env = Map.of("CUDA_HOME", "/opt/cuda-home", "CUDA_PATH", "/opt/cuda-path");
 
-        List<CudartLoader.Candidate> candidates = CudartLoader.candidates(properties::get, env::get);
+        List<NativeLibrarySearch.Candidate> candidates = CudartLoader.candidates(properties::get, env::get);
 
         assertEquals(List.of(
                 dir.resolve("libcudart.so.13").toString(),
@@ -26,14 +26,14 @@ class CudartLoaderTest {
                 "/opt/cuda-path/lib64/libcudart.so.13",
                 "libcudart.so.13",
                 "/usr/local/cuda/lib64/libcudart.so.13"),
-                candidates.stream().map(CudartLoader.Candidate::target).toList());
+                candidates.stream().map(NativeLibrarySearch.Candidate::target).toList());
     }
 
     @Test
     void propertyNamingAFileIsUsedAsIs() {
         Map<String, String> properties = Map.of(CudartLoader.PATH_PROPERTY, "/custom/libcudart.so.13.0.48");
 
-        List<CudartLoader.Candidate> candidates = CudartLoader.candidates(properties::get, name -> null);
+        List<NativeLibrarySearch.Candidate> candidates = CudartLoader.candidates(properties::get, name -> null);
 
         assertEquals("/custom/libcudart.so.13.0.48", candidates.get(0).target());
         assertEquals(3, candidates.size(), "property, soname, default install");
@@ -41,10 +41,10 @@ class CudartLoaderTest {
 
     @Test
     void failureListsEveryPlaceTriedAndHowToFixIt() {
-        List<CudartLoader.Candidate> candidates = List.of(
-                new CudartLoader.Candidate("$CUDA_HOME", "/nonexistent/lib64/libcudart.so.13"),
-                new CudartLoader.Candidate("dynamic loader", "libm.so.6"),
-                new CudartLoader.Candidate("dynamic loader", "libcudart-does-not-exist.so.13"));
+        List<NativeLibrarySearch.Candidate> candidates = List.of(
+                new NativeLibrarySearch.Candidate("$CUDA_HOME", "/nonexistent/lib64/libcudart.so.13"),
+                new NativeLibrarySearch.Candidate("dynamic loader", "libm.so.6"),
+                new NativeLibrarySearch.Candidate("dynamic loader", "libcudart-does-not-exist.so.13"));
 
         CudaRuntimeNotFoundException e = assertThrows(CudaRuntimeNotFoundException.class,
                 () -> CudartLoader.load(candidates));
@@ -60,7 +60,7 @@ class CudartLoaderTest {
 
     @Test
     void anExplicitPathThatDoesNotLoadIsAnErrorNotAFallback() {
-        List<CudartLoader.Candidate> candidates = CudartLoader.candidates(
+        List<NativeLibrarySearch.Candidate> candidates = CudartLoader.candidates(
                 Map.of(CudartLoader.PATH_PROPERTY, "/opt/cuda/lib64/libcudart.so.31")::get, name -> null);
 
         CudaRuntimeNotFoundException e = assertThrows(CudaRuntimeNotFoundException.class,

@@ -24,10 +24,10 @@ import org.cudagraph4j.cudart.dim3;
 import org.junit.jupiter.api.Test;
 
 /** The generated bindings agree with the C headers and with the runtime found at test time. */
-class GeneratedBindingsTest {
+public class GeneratedBindingsTest {
     @Test
     void everyAllowListedFunctionIsExportedByTheRuntime() throws IOException {
-        List<String> functions = allowListedFunctions();
+        List<String> functions = allowListedFunctions("cudart.args");
         SymbolLookup runtime = CudartLoader.ensureLoaded();
 
         List<String> missing = functions.stream().filter(f -> runtime.find(f).isEmpty()).toList();
@@ -63,9 +63,10 @@ class GeneratedBindingsTest {
         assertEquals(24, cudaMemPoolProps.maxSize$offset());
     }
 
-    static List<String> allowListedFunctions() throws IOException {
-        try (InputStream in = GeneratedBindingsTest.class.getResourceAsStream("/jextract-config/cudart.args")) {
-            assertFalse(in == null, "cudart.args is on the test class path");
+    /** The {@code --include-function} names of one of {@code jextract-config}'s argfiles. */
+    public static List<String> allowListedFunctions(String argfile) throws IOException {
+        try (InputStream in = GeneratedBindingsTest.class.getResourceAsStream("/jextract-config/" + argfile)) {
+            assertFalse(in == null, argfile + " is on the test class path");
             String args = new String(in.readAllBytes(), StandardCharsets.UTF_8);
             Matcher m = Pattern.compile("(?m)^--include-function\\s+(\\S+)").matcher(args);
             List<String> functions = new ArrayList<>();
