@@ -625,7 +625,27 @@ public final class Graphs {
         return segment;
     }
 
-    private static MemorySegment array(Arena arena, List<MemorySegment> handles) {
+    /**
+     * Turns {@code node} of {@code exec} on or off without an update; a disabled node does nothing
+     * at launch, and its dependencies still order the rest.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphNodeSetEnabled</a>
+     */
+    public static void setNodeEnabled(MemorySegment exec, MemorySegment node, boolean enabled) {
+        Status.check(cudaGraphNodeSetEnabled(exec, node, enabled ? 1 : 0), "cudaGraphNodeSetEnabled");
+    }
+
+    /**
+     * Whether {@code node} of {@code exec} is enabled.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphNodeGetEnabled</a>
+     */
+    public static boolean isNodeEnabled(MemorySegment exec, MemorySegment node) {
+        return Out.intValue("cudaGraphNodeGetEnabled", null, (arena, out) -> cudaGraphNodeGetEnabled(exec, node, out))
+                != 0;
+    }
+
+    static MemorySegment array(Arena arena, List<MemorySegment> handles) {
         if (handles.isEmpty()) {
             return MemorySegment.NULL;
         }
