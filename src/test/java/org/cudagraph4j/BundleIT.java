@@ -114,6 +114,35 @@ class BundleIT {
     }
 
     @Test
+    void runTestsShardsTheGpuTestClassesAndRefusesABadShard() throws Exception {
+        Path tests;
+        try (Stream<Path> jars = Files.list(bundle.resolve("lib"))) {
+            tests = jars.filter(jar -> jar.toString().endsWith("-tests.jar")).findFirst().orElseThrow();
+        }
+        Path launcher;
+        try (Stream<Path> jars = Files.list(bundle.resolve("lib"))) {
+            launcher = jars.filter(jar -> jar.getFileName().toString().startsWith("junit-platform-console"))
+                    .findFirst().orElseThrow();
+        }
+        String classpath = tests + ":" + launcher;
+        List<String> first = run(List.of(bundle.resolve("runtime/bin/java").toString(), "-cp", classpath,
+                "org.cudagraph4j.TestShards", "1", "2"));
+        List<String> second = run(List.of(bundle.resolve("runtime/bin/java").toString(), "-cp", classpath,
+                "org.cudagraph4j.TestShards", "2", "2"));
+        List<String> union = new java.util.ArrayList<>(first);
+        union.addAll(second);
+        assertEquals(TestShards.gpuTestClasses(), union.stream().sorted().toList(),
+                "two shards of the bundle's tests jar hold every gpu test class once");
+
+        Process process = new ProcessBuilder(bundle.resolve("bin/run-tests").toString(), "--shard", "3/2")
+                .redirectErrorStream(true).start();
+        String output = new String(process.getInputStream().readAllBytes());
+        assertTrue(process.waitFor(1, TimeUnit.MINUTES));
+        assertEquals(2, process.exitValue(), output);
+        assertTrue(output.contains("usage: TestShards I N"), output);
+    }
+
+    @Test
     void runTestsRejectsAnUnknownSanitizerToolWithTheUsage() throws Exception {
         Process process = new ProcessBuilder(bundle.resolve("bin/run-tests").toString(), "--sanitize", "bogus")
                 .redirectErrorStream(true).start();
