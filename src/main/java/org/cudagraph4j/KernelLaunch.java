@@ -30,13 +30,7 @@ public record KernelLaunch(CudaKernel kernel, Dim3 grid, Dim3 block, int sharedM
         Objects.requireNonNull(kernel, "kernel");
         Objects.requireNonNull(grid, "grid");
         Objects.requireNonNull(block, "block");
-        if (block.volume() > LaunchConfig.MAX_THREADS_PER_BLOCK) {
-            throw new IllegalArgumentException("a block has at most " + LaunchConfig.MAX_THREADS_PER_BLOCK
-                    + " threads, but " + block + " has " + block.volume());
-        }
-        if (sharedMemBytes < 0) {
-            throw new IllegalArgumentException("sharedMemBytes must not be negative, got " + sharedMemBytes);
-        }
+        LaunchConfig.checkShape(block, sharedMemBytes);
         // Arrays.asList keeps nulls, so that the argument check can name a null argument.
         arguments = Collections.unmodifiableList(Arrays.asList(arguments.toArray()));
     }

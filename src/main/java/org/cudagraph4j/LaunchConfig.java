@@ -42,6 +42,16 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream
         Objects.requireNonNull(grid, "grid");
         Objects.requireNonNull(block, "block");
         Objects.requireNonNull(stream, "stream");
+        checkShape(block, sharedMemBytes);
+    }
+
+    /**
+     * The checks every launch shape passes, here and in {@link KernelLaunch}.
+     *
+     * @throws IllegalArgumentException if the block has more than {@value #MAX_THREADS_PER_BLOCK} threads,
+     *     or {@code sharedMemBytes} is negative
+     */
+    static void checkShape(Dim3 block, int sharedMemBytes) {
         if (block.volume() > MAX_THREADS_PER_BLOCK) {
             throw new IllegalArgumentException("a block has at most " + MAX_THREADS_PER_BLOCK + " threads, but "
                     + block + " has " + block.volume());

@@ -3,6 +3,7 @@ package org.cudagraph4j.serving;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.function.Consumer;
 
 /**
  * How an {@link InferenceEngine} batches and serves.
@@ -132,8 +133,7 @@ public record ServingOptions(BucketLadder ladder, CapturePolicy capturePolicy, D
      * @return a copy with {@code ladder}
      */
     public ServingOptions withLadder(BucketLadder ladder) {
-        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout,
-                graphArchives, idleSpin);
+        return with(draft -> draft.ladder = ladder);
     }
 
     /**
@@ -143,8 +143,7 @@ public record ServingOptions(BucketLadder ladder, CapturePolicy capturePolicy, D
      * @return a copy with {@code capturePolicy}
      */
     public ServingOptions withCapturePolicy(CapturePolicy capturePolicy) {
-        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout,
-                graphArchives, idleSpin);
+        return with(draft -> draft.capturePolicy = capturePolicy);
     }
 
     /**
@@ -154,8 +153,7 @@ public record ServingOptions(BucketLadder ladder, CapturePolicy capturePolicy, D
      * @return a copy with {@code maxWait}
      */
     public ServingOptions withMaxWait(Duration maxWait) {
-        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout,
-                graphArchives, idleSpin);
+        return with(draft -> draft.maxWait = maxWait);
     }
 
     /**
@@ -165,8 +163,7 @@ public record ServingOptions(BucketLadder ladder, CapturePolicy capturePolicy, D
      * @return a copy with {@code queueCapacity}
      */
     public ServingOptions withQueueCapacity(int queueCapacity) {
-        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout,
-                graphArchives, idleSpin);
+        return with(draft -> draft.queueCapacity = queueCapacity);
     }
 
     /**
@@ -176,8 +173,7 @@ public record ServingOptions(BucketLadder ladder, CapturePolicy capturePolicy, D
      * @return a copy with {@code lanes}
      */
     public ServingOptions withLanes(int lanes) {
-        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout,
-                graphArchives, idleSpin);
+        return with(draft -> draft.lanes = lanes);
     }
 
     /**
@@ -187,8 +183,7 @@ public record ServingOptions(BucketLadder ladder, CapturePolicy capturePolicy, D
      * @return a copy with {@code requestTimeout}
      */
     public ServingOptions withRequestTimeout(Duration requestTimeout) {
-        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout,
-                graphArchives, idleSpin);
+        return with(draft -> draft.requestTimeout = requestTimeout);
     }
 
     /**
@@ -198,8 +193,7 @@ public record ServingOptions(BucketLadder ladder, CapturePolicy capturePolicy, D
      * @return a copy with {@code closeTimeout}
      */
     public ServingOptions withCloseTimeout(Duration closeTimeout) {
-        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout,
-                graphArchives, idleSpin);
+        return with(draft -> draft.closeTimeout = closeTimeout);
     }
 
     /**
@@ -213,8 +207,7 @@ public record ServingOptions(BucketLadder ladder, CapturePolicy capturePolicy, D
      * @return a copy with {@code directory}
      */
     public ServingOptions withGraphArchives(Path directory) {
-        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout,
-                directory, idleSpin);
+        return with(draft -> draft.graphArchives = directory);
     }
 
     /**
@@ -225,7 +218,39 @@ public record ServingOptions(BucketLadder ladder, CapturePolicy capturePolicy, D
      * @return a copy with {@code idleSpin}
      */
     public ServingOptions withIdleSpin(Duration idleSpin) {
-        return new ServingOptions(ladder, capturePolicy, maxWait, queueCapacity, lanes, requestTimeout, closeTimeout,
-                graphArchives, idleSpin);
+        return with(draft -> draft.idleSpin = idleSpin);
+    }
+
+    /** A copy with one value changed by {@code change}: the withers' one call of the constructor. */
+    private ServingOptions with(Consumer<Draft> change) {
+        Draft draft = new Draft(this);
+        change.accept(draft);
+        return new ServingOptions(draft.ladder, draft.capturePolicy, draft.maxWait, draft.queueCapacity, draft.lanes,
+                draft.requestTimeout, draft.closeTimeout, draft.graphArchives, draft.idleSpin);
+    }
+
+    /** These options' values, to change one of before the copy is made (and checked). */
+    private static final class Draft {
+        BucketLadder ladder;
+        CapturePolicy capturePolicy;
+        Duration maxWait;
+        int queueCapacity;
+        int lanes;
+        Duration requestTimeout;
+        Duration closeTimeout;
+        Path graphArchives;
+        Duration idleSpin;
+
+        Draft(ServingOptions options) {
+            ladder = options.ladder;
+            capturePolicy = options.capturePolicy;
+            maxWait = options.maxWait;
+            queueCapacity = options.queueCapacity;
+            lanes = options.lanes;
+            requestTimeout = options.requestTimeout;
+            closeTimeout = options.closeTimeout;
+            graphArchives = options.graphArchives;
+            idleSpin = options.idleSpin;
+        }
     }
 }
