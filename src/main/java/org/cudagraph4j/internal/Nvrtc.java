@@ -22,8 +22,6 @@ import org.cudagraph4j.nvrtc.nvrtc_h;
 @SuppressWarnings("restricted") // NVRTC returns C strings of unknown length: read up to their NUL
 public final class Nvrtc {
     public static final int SUCCESS = 0;
-    public static final int ERROR_COMPILATION = 6;
-    public static final int ERROR_INVALID_OPTION = 5;
 
     private Nvrtc() {}
 
@@ -99,11 +97,15 @@ public final class Nvrtc {
                 return failure("nvrtcCreateProgram", status, "");
             }
             MemorySegment program = programOut.get(ADDRESS, 0);
+            Result result;
             try {
-                return compile(arena, program, options, nameExpressions, cubin);
-            } finally {
-                check(nvrtc_h.nvrtcDestroyProgram(programOut), "nvrtcDestroyProgram");
+                result = compile(arena, program, options, nameExpressions, cubin);
+            } catch (RuntimeException | Error e) {
+                nvrtc_h.nvrtcDestroyProgram(programOut); // its status must not hide the failure
+                throw e;
             }
+            check(nvrtc_h.nvrtcDestroyProgram(programOut), "nvrtcDestroyProgram");
+            return result;
         }
     }
 
