@@ -1,10 +1,13 @@
 package org.cudagraph4j;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.Objects;
 import java.util.OptionalLong;
 import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.Devices;
+import org.cudagraph4j.internal.HostFunctions;
 import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.LiveCounters;
 import org.cudagraph4j.internal.Streams;
@@ -36,6 +39,7 @@ public final class CudaStream implements AutoCloseable {
                 () -> {
                     Devices.use(ordinal); // the cleaner's thread may have another device current
                     Streams.destroy(handle);
+                    HostFunctions.forget(handle);
                 });
         lifetime.watch(this);
     }
@@ -62,14 +66,72 @@ public final class CudaStream implements AutoCloseable {
         return Streams.id(handle());
     }
 
-    /** Blocks until all work queued so far has finished. */
+    /**
+     * Blocks until all work queued so far has finished.
+     *
+     * @throws HostFunctionException if a host function that ran on this stream since the last
+     *     synchronization threw (its exception is the cause); the stream's work has still all run
+     */
     public void synchronize() {
-        Streams.synchronize(handle());
+        MemorySegment stream = handle();
+        Streams.synchronize(stream);
+        raiseHostFunctionFailure(stream);
     }
 
-    /** {@return whether all work queued so far has finished, without blocking ({@code cudaStreamQuery})} */
+    /**
+     * {@return whether all work queued so far has finished, without blocking ({@code cudaStreamQuery})}
+     *
+     * @throws HostFunctionException as {@link #synchronize()} does, once the work has finished
+     */
     public boolean isIdle() {
-        return Streams.isIdle(handle());
+        MemorySegment stream = handle();
+        boolean idle = Streams.isIdle(stream);
+        if (idle) {
+            raiseHostFunctionFailure(stream);
+        }
+        return idle;
+    }
+
+    /**
+     * Queues {@code callback} to run on a CUDA host thread once the work queued before it has
+     * finished; work queued after it waits for it ({@code cudaLaunchHostFunc}). On a capturing
+     * stream it becomes a host node of the graph being captured, which runs it at every launch and
+     * keeps it as long as the graph or an executable made from it is open.
+     *
+     * <p>The callback must not call CUDA, which CUDA forbids (it can deadlock): any call this library
+     * would make from it throws {@link IllegalStateException} instead. An exception the callback
+     * throws never reaches CUDA's frame: the next {@link #synchronize()} of the stream it ran on
+     * raises it, as the cause of a {@link HostFunctionException}. The callback should be short: the
+     * stream's later work, and other host functions, wait for it.
+     *
+     * @param callback what to run
+     * @throws IllegalStateException if this stream is closed
+     * @throws CudaException if the runtime refuses the launch
+     */
+    public void launchHostFunction(Runnable callback) {
+        Objects.requireNonNull(callback, "callback");
+        MemorySegment stream = handle();
+        Devices.use(device.ordinal());
+        CaptureTracker.Capture<?> capture = captureSlot.capture();
+        if (capture == null) {
+            HostFunctions.launchOnce(stream, callback, "host function " + callback + " on " + this);
+            return;
+        }
+        HostFunctions.Registration registration = HostFunctions.forGraph(callback,
+                "host function " + callback + " captured on " + this);
+        try {
+            HostFunctions.launchCaptured(stream, registration);
+            capture.use(List.of(registration.lifetime()));
+        } finally {
+            registration.lifetime().close(); // the capture's graph holds it now, or nothing does
+        }
+    }
+
+    private void raiseHostFunctionFailure(MemorySegment stream) {
+        Throwable failure = HostFunctions.takeFailure(stream);
+        if (failure != null) {
+            throw new HostFunctionException("a host function that ran on " + this + " threw " + failure, failure);
+        }
     }
 
     /**

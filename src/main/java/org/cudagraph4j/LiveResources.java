@@ -23,16 +23,20 @@ import org.cudagraph4j.internal.LiveCounters.Kind;
  *     block instead, which is not counted
  * @param memoryPools pools made by {@link CudaDevice#createMemoryPool} and not yet destroyed (default pools are
  *     the runtime's, and not counted)
+ * @param hostFunctions Java callbacks that CUDA may still call: queued with {@link CudaStream#launchHostFunction}
+ *     and not yet run, or held by a graph or executable ({@code addHostFunction})
  */
 public record LiveResources(long streams, long events, long deviceBuffers, long deviceBytes, long pinnedBuffers,
-        long pinnedBytes, long libraries, long graphs, long graphExecs, long kernelArguments, long memoryPools) {
+        long pinnedBytes, long libraries, long graphs, long graphExecs, long kernelArguments, long memoryPools,
+        long hostFunctions) {
 
     static LiveResources now() {
         return new LiveResources(LiveCounters.count(Kind.STREAM), LiveCounters.count(Kind.EVENT),
                 LiveCounters.count(Kind.DEVICE_BUFFER), LiveCounters.bytes(Kind.DEVICE_BUFFER),
                 LiveCounters.count(Kind.PINNED_BUFFER), LiveCounters.bytes(Kind.PINNED_BUFFER),
                 LiveCounters.count(Kind.LIBRARY), LiveCounters.count(Kind.GRAPH), LiveCounters.count(Kind.GRAPH_EXEC),
-                LiveCounters.count(Kind.KERNEL_ARGUMENTS), LiveCounters.count(Kind.MEMORY_POOL));
+                LiveCounters.count(Kind.KERNEL_ARGUMENTS), LiveCounters.count(Kind.MEMORY_POOL),
+                LiveCounters.count(Kind.HOST_FUNCTION));
     }
 
     /**
@@ -53,6 +57,7 @@ public record LiveResources(long streams, long events, long deviceBuffers, long 
         grew(growth, "graphExecs", graphExecs - before.graphExecs, 0);
         grew(growth, "kernelArguments", kernelArguments - before.kernelArguments, 0);
         grew(growth, "memoryPools", memoryPools - before.memoryPools, 0);
+        grew(growth, "hostFunctions", hostFunctions - before.hostFunctions, 0);
         return growth.toString();
     }
 

@@ -43,8 +43,8 @@ class MemoryPoolOptionsTest {
 
     @Test
     void liveResourcesNameGrowthInMemoryPools() {
-        LiveResources before = new LiveResources(1, 0, 2, 64, 0, 0, 0, 0, 0, 0, 0);
-        LiveResources after = new LiveResources(1, 0, 3, 96, 0, 0, 0, 0, 0, 0, 2);
+        LiveResources before = new LiveResources(1, 0, 2, 64, 0, 0, 0, 0, 0, 0, 0, 0);
+        LiveResources after = new LiveResources(1, 0, 3, 96, 0, 0, 0, 0, 0, 0, 2, 0);
 
         assertEquals("deviceBuffers +1 (+32 bytes), memoryPools +2", after.growthSince(before));
         assertTrue(before.growthSince(after).isEmpty(), before.growthSince(after));

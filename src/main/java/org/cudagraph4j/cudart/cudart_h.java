@@ -4302,6 +4302,68 @@ public class cudart_h extends cudart_h$shared {
         }
     }
 
+    private static class cudaLaunchHostFunc {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaLaunchHostFunc").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaLaunchHostFunc"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
+     * }
+     */
+    public static FunctionDescriptor cudaLaunchHostFunc$descriptor() {
+        return cudaLaunchHostFunc.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
+     * }
+     */
+    public static MethodHandle cudaLaunchHostFunc$handle() {
+        return cudaLaunchHostFunc.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
+     * }
+     */
+    public static MemorySegment cudaLaunchHostFunc$address() {
+        return cudaLaunchHostFunc.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
+     * }
+     */
+    public static int cudaLaunchHostFunc(MemorySegment stream, MemorySegment fn, MemorySegment userData) {
+        var mh$ = cudaLaunchHostFunc.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaLaunchHostFunc", stream, fn, userData);
+            }
+            return (int)mh$.invokeExact(stream, fn, userData);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static class cudaMalloc {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
             cudart_h.C_INT,
@@ -6147,6 +6209,70 @@ public class cudart_h extends cudart_h$shared {
                 traceDowncall("cudaGraphMemsetNodeGetParams", node, pNodeParams);
             }
             return (int)mh$.invokeExact(node, pNodeParams);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaGraphAddHostNode {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER,
+            cudart_h.C_LONG,
+            cudart_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaGraphAddHostNode").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaGraphAddHostNode"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaHostNodeParams *pNodeParams)
+     * }
+     */
+    public static FunctionDescriptor cudaGraphAddHostNode$descriptor() {
+        return cudaGraphAddHostNode.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaHostNodeParams *pNodeParams)
+     * }
+     */
+    public static MethodHandle cudaGraphAddHostNode$handle() {
+        return cudaGraphAddHostNode.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaHostNodeParams *pNodeParams)
+     * }
+     */
+    public static MemorySegment cudaGraphAddHostNode$address() {
+        return cudaGraphAddHostNode.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaHostNodeParams *pNodeParams)
+     * }
+     */
+    public static int cudaGraphAddHostNode(MemorySegment pGraphNode, MemorySegment graph, MemorySegment pDependencies, long numDependencies, MemorySegment pNodeParams) {
+        var mh$ = cudaGraphAddHostNode.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaGraphAddHostNode", pGraphNode, graph, pDependencies, numDependencies, pNodeParams);
+            }
+            return (int)mh$.invokeExact(pGraphNode, graph, pDependencies, numDependencies, pNodeParams);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {

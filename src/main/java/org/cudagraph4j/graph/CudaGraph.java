@@ -29,6 +29,7 @@ import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.HeldResources;
+import org.cudagraph4j.internal.HostFunctions;
 import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.LiveCounters;
 
@@ -262,6 +263,35 @@ public final class CudaGraph implements AutoCloseable {
         ensureAllowedHere(GraphNodeType.WAIT_EVENT);
         return addNode(open(ROOT.eventLifetime(event)),
                 () -> Graphs.addEventWaitNode(handle(), handles(dependencies), event.handle()));
+    }
+
+    /**
+     * Adds a host node: {@code callback} runs on a CUDA host thread when the node's dependencies
+     * have completed, at every launch of an executable made from this graph
+     * ({@code cudaGraphAddHostNode}). The graph, and each executable made from it, keep the callback
+     * until the last of them is closed. As for {@link CudaStream#launchHostFunction}, the callback
+     * must not call CUDA (the library refuses it), and an exception it throws is raised by the next
+     * synchronization of the stream the executable was last launched on, as a
+     * {@link org.cudagraph4j.HostFunctionException}.
+     *
+     * @param callback what to run
+     * @param dependencies nodes of this graph that must complete first; none for a root node
+     * @return the new node
+     * @throws IllegalArgumentException if a dependency belongs to another graph
+     * @throws IllegalStateException if this graph is closed, or is a conditional node's body, where CUDA
+     *     allows no host nodes
+     */
+    public GraphNode addHostFunction(Runnable callback, GraphNode... dependencies) {
+        Objects.requireNonNull(callback, "callback");
+        ensureAllowedHere(GraphNodeType.HOST);
+        HostFunctions.Registration registration = HostFunctions.forGraph(callback,
+                "host function " + callback + " in " + this);
+        try {
+            return addNode(List.of(registration.lifetime()),
+                    () -> HostFunctions.addHostNode(handle(), handles(dependencies), registration));
+        } finally {
+            registration.lifetime().close(); // the graph holds it now, or nothing does
+        }
     }
 
     /**

@@ -3,6 +3,7 @@ package org.cudagraph4j.graph;
 import static org.cudagraph4j.graph.RootSecrets.ROOT;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -13,6 +14,7 @@ import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.StreamCaptureException;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.HeldResources;
+import org.cudagraph4j.internal.HostFunctions;
 import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.LiveCounters;
 
@@ -45,6 +47,8 @@ public final class GraphExec implements AutoCloseable {
     private KernelNodes instantiatedNodes;
     /** What each kernel node uses since {@link #updateKernelNode} replaced it; guarded by {@link #lock}. */
     private final Map<Long, List<Lifetime>> updatedNodeUses = new HashMap<>();
+    /** The host functions among what this holds, told at each launch where to report a failure. */
+    private volatile HostFunctions.Registration[] hostFunctions;
 
     /**
      * Takes over the native {@code handle} and {@code held}, which holds what the template's nodes use,
@@ -55,6 +59,7 @@ public final class GraphExec implements AutoCloseable {
         this.template = template;
         this.held = held;
         instantiatedNodes = kernelNodes;
+        hostFunctions = hostFunctionsOf(held);
         this.lifetime = new Lifetime(LiveCounters.Kind.GRAPH_EXEC, 0,
                 String.format("GraphExec 0x%016X", handle.address()), () -> free(handle, held, template));
         lifetime.watch(this);
@@ -74,6 +79,9 @@ public final class GraphExec implements AutoCloseable {
         MemorySegment streamHandle = stream.handle();
         lock.lock();
         try {
+            for (HostFunctions.Registration hostFunction : hostFunctions) {
+                hostFunction.reportTo(streamHandle);
+            }
             Graphs.launch(handle(), streamHandle);
         } finally {
             lock.unlock();
@@ -131,6 +139,7 @@ public final class GraphExec implements AutoCloseable {
             // replacing a node's share, until the next update replaces it all.
             instantiatedNodes = null;
             updatedNodeUses.clear();
+            hostFunctions = hostFunctionsOf(held);
         } finally {
             lock.unlock();
         }
@@ -275,6 +284,17 @@ public final class GraphExec implements AutoCloseable {
             throw new IllegalArgumentException(node + " is of type " + type + ", and CUDA enables and disables only "
                     + "kernel, memcpy and memset nodes");
         }
+    }
+
+    private static HostFunctions.Registration[] hostFunctionsOf(HeldResources held) {
+        List<HostFunctions.Registration> found = new ArrayList<>();
+        for (Lifetime lifetime : held.counts().keySet()) {
+            HostFunctions.Registration registration = HostFunctions.of(lifetime);
+            if (registration != null) {
+                found.add(registration);
+            }
+        }
+        return found.toArray(HostFunctions.Registration[]::new);
     }
 
     /** What the node uses now, or {@code null} if unknown (after {@link #update}, until it is updated itself). */

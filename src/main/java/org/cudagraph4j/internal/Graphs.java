@@ -645,7 +645,7 @@ public final class Graphs {
                 != 0;
     }
 
-    private static MemorySegment array(Arena arena, List<MemorySegment> handles) {
+    static MemorySegment array(Arena arena, List<MemorySegment> handles) {
         if (handles.isEmpty()) {
             return MemorySegment.NULL;
         }

@@ -8,7 +8,7 @@ import java.util.concurrent.atomic.AtomicLongArray;
  */
 public final class LiveCounters {
     /** The kinds of resource the library owns. */
-    public enum Kind { STREAM, EVENT, DEVICE_BUFFER, PINNED_BUFFER, LIBRARY, GRAPH, GRAPH_EXEC, KERNEL_ARGUMENTS, MEMORY_POOL }
+    public enum Kind { STREAM, EVENT, DEVICE_BUFFER, PINNED_BUFFER, LIBRARY, GRAPH, GRAPH_EXEC, KERNEL_ARGUMENTS, MEMORY_POOL, HOST_FUNCTION }
 
     private static final int KINDS = Kind.values().length;
     /** Counts at [kind], bytes at [KINDS + kind]. */

@@ -20,6 +20,7 @@ public final class Status {
 
     /** Throws unless {@code status} is {@code cudaSuccess}. */
     public static void check(int status, String function) {
+        HostFunctions.refuseInCallback(function);
         if (status != SUCCESS) {
             throw error(status, function, null);
         }
@@ -27,6 +28,7 @@ public final class Status {
 
     /** Throws unless {@code status} is {@code cudaSuccess}, naming what the library was doing. */
     public static void check(int status, String function, String context) {
+        HostFunctions.refuseInCallback(function);
         if (status != SUCCESS) {
             throw error(status, function, context);
         }

@@ -38,6 +38,7 @@ public final class Streams {
      * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html">cudaStreamSynchronize</a>
      */
     public static void synchronize(MemorySegment stream) {
+        HostFunctions.refuseInCallback("cudaStreamSynchronize"); // before the call, which would deadlock
         Status.check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     }
 
@@ -106,6 +107,7 @@ public final class Streams {
      * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EVENT.html">cudaEventSynchronize</a>
      */
     public static void synchronizeEvent(MemorySegment event) {
+        HostFunctions.refuseInCallback("cudaEventSynchronize"); // before the call, which would deadlock
         Status.check(cudaEventSynchronize(event), "cudaEventSynchronize");
     }
 
