@@ -130,7 +130,9 @@ public final class CudaKernel {
         Dim3 block = config.block();
         MemorySegment stream = config.stream().handle();
         MemorySegment pointers = arguments.pointers(config.stream().device().ordinal());
-        if (config.programmaticDependentLaunch()) {
+        if (config.cluster() != null || config.cooperative()) {
+            launchWithAttributes(config, pointers, stream);
+        } else if (config.programmaticDependentLaunch()) {
             Libraries.launchProgrammatic(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
                     config.sharedMemBytes(), pointers, stream, symbol);
         } else {
@@ -144,13 +146,94 @@ public final class CudaKernel {
     }
 
     /**
+     * A cluster or cooperative launch: checked against the device first, so that a GPU that cannot
+     * run it says so by name rather than with the runtime's generic refusal.
+     */
+    private void launchWithAttributes(LaunchConfig config, MemorySegment pointers, MemorySegment stream) {
+        Dim3 grid = config.grid();
+        Dim3 block = config.block();
+        Dim3 cluster = config.cluster();
+        if (cluster != null) {
+            int clusters = maxActiveClusters(config);
+            if (clusters == 0) {
+                throw new IllegalArgumentException("kernel " + symbol + " cannot run in clusters of " + cluster
+                        + " blocks of " + block + " threads and " + config.sharedMemBytes() + " bytes of shared memory on "
+                        + config.stream().device() + ": no such cluster fits (portable clusters have at most 8 blocks)");
+            }
+        }
+        if (config.cooperative()) {
+            long blocks = grid.volume();
+            int most = maxCooperativeBlocks(config.stream().device(), block, config.sharedMemBytes());
+            if (blocks > most) {
+                throw new IllegalArgumentException("a cooperative launch of kernel " + symbol + " needs all " + blocks
+                        + " blocks of " + grid + " resident at once, but " + config.stream().device() + " holds at most "
+                        + most + " blocks of " + block + " threads and " + config.sharedMemBytes()
+                        + " bytes of shared memory");
+            }
+        }
+        Libraries.launchWithAttributes(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
+                config.sharedMemBytes(), pointers, stream, config.programmaticDependentLaunch(),
+                cluster == null ? 0 : cluster.x(), cluster == null ? 0 : cluster.y(), cluster == null ? 0 : cluster.z(),
+                config.cooperative(), symbol);
+    }
+
+    /**
+     * How many thread-block clusters of {@code config}'s shape can be resident on its stream's device
+     * at once ({@code cudaOccupancyMaxActiveClusters}).
+     *
+     * @param config a launch with a {@linkplain LaunchConfig#withCluster cluster} shape
+     * @return the number of clusters; 0 if that shape cannot run at all
+     * @throws IllegalArgumentException if {@code config} has no cluster shape
+     * @throws UnsupportedOperationException if the device has no thread-block clusters (before sm_90)
+     */
+    public int maxActiveClusters(LaunchConfig config) {
+        Dim3 cluster = config.cluster();
+        if (cluster == null) {
+            throw new IllegalArgumentException("the launch configuration has no cluster shape: use withCluster");
+        }
+        CudaDevice device = config.stream().device();
+        Devices.use(device.ordinal());
+        if (!Devices.supportsClusterLaunch(device.ordinal())) {
+            throw new UnsupportedOperationException(device + " (compute capability " + device.properties().major()
+                    + "." + device.properties().minor() + ") has no thread-block clusters, which need 9.0 or newer");
+        }
+        Dim3 grid = config.grid();
+        Dim3 block = config.block();
+        return Libraries.maxActiveClusters(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
+                config.sharedMemBytes(), config.stream().handle(), cluster.x(), cluster.y(), cluster.z(), symbol);
+    }
+
+    /**
+     * The most blocks a {@linkplain LaunchConfig#withCooperativeLaunch cooperative} launch of this
+     * kernel may have on {@code device}: the blocks resident per multiprocessor
+     * ({@code cudaOccupancyMaxActiveBlocksPerMultiprocessor}) times the multiprocessors.
+     *
+     * @param device the device to launch on
+     * @param block threads per block
+     * @param sharedMemBytes dynamic shared memory per block
+     * @return the largest cooperative grid, in blocks; 0 if such a block cannot run at all
+     * @throws UnsupportedOperationException if the device does not support cooperative launch
+     */
+    public int maxCooperativeBlocks(CudaDevice device, Dim3 block, int sharedMemBytes) {
+        Devices.use(device.ordinal());
+        if (!Devices.supportsCooperativeLaunch(device.ordinal())) {
+            throw new UnsupportedOperationException(device + " does not support cooperative launch");
+        }
+        int perMultiprocessor = Libraries.maxActiveBlocksPerMultiprocessor(handle(), (int) block.volume(),
+                sharedMemBytes, symbol);
+        return perMultiprocessor * device.properties().multiprocessorCount();
+    }
+
+    /**
      * A captured launch keeps its library and buffers alive for the graph, and records what the
      * node launches, which the runtime cannot report for library kernels.
      */
     private void recordCapturedLaunch(CaptureTracker.Capture<?> capture, LaunchConfig config,
             KernelArguments arguments, MemorySegment stream) {
         List<Lifetime> uses = arguments.uses();
-        long node = Graphs.capturedNode(stream);
+        // A KernelLaunch does not describe clusters or cooperative launch: such a node keeps them in
+        // the graph, but is not recorded as one whose launch this library could save or re-create.
+        long node = config.cluster() != null || config.cooperative() ? 0 : Graphs.capturedNode(stream);
         if (node != 0) {
             capture.recordKernelNode(node, uses, new KernelLaunch(this, config.grid(), config.block(),
                     config.sharedMemBytes(), arguments.values()));

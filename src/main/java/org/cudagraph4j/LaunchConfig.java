@@ -15,14 +15,23 @@ import java.util.Objects;
  * reads. Every kernel shipped in {@code org.cudagraph4j.kernels} is. Stream capture keeps the
  * programmatic edge in the graph.
  *
+ * <p>{@link #withCluster(Dim3) Thread-block clusters} (sm_90 and newer) group blocks that are
+ * scheduled together on one GPU processing cluster and share distributed shared memory;
+ * {@link #withCooperativeLaunch() cooperative launch} guarantees that every block of the grid is
+ * resident at once, so that the grid can synchronize on the device
+ * ({@code cooperative_groups::this_grid().sync()}). {@link CudaKernel#launch} checks both against
+ * the device before launching, and captures keep them in the graph's kernel node.
+ *
  * @param grid blocks in the grid
  * @param block threads in a block; at most 1024 in all
  * @param sharedMemBytes dynamic shared memory per block, in bytes
  * @param stream the stream the launch is ordered on
  * @param programmaticDependentLaunch whether to launch with programmatic stream serialization
+ * @param cluster blocks per thread-block cluster, or {@code null} for no clusters
+ * @param cooperative whether to launch cooperatively, every block resident at once
  */
 public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream stream,
-        boolean programmaticDependentLaunch) {
+        boolean programmaticDependentLaunch, Dim3 cluster, boolean cooperative) {
     /** The most threads a block may have on every GPU this library supports. */
     public static final int MAX_THREADS_PER_BLOCK = 1024;
 
@@ -34,9 +43,11 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream
      * @param sharedMemBytes dynamic shared memory per block, in bytes; not negative
      * @param stream the stream the launch is ordered on
      * @param programmaticDependentLaunch whether to launch with programmatic stream serialization
+     * @param cluster blocks per thread-block cluster, or {@code null} for no clusters
+     * @param cooperative whether to launch cooperatively, every block resident at once
      * @throws NullPointerException if {@code grid}, {@code block} or {@code stream} is {@code null}
-     * @throws IllegalArgumentException if the block has more than {@value #MAX_THREADS_PER_BLOCK} threads, or
-     *     {@code sharedMemBytes} is negative
+     * @throws IllegalArgumentException if the block has more than {@value #MAX_THREADS_PER_BLOCK} threads,
+     *     {@code sharedMemBytes} is negative, or the grid is not a whole number of clusters
      */
     public LaunchConfig {
         Objects.requireNonNull(grid, "grid");
@@ -59,6 +70,27 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream
         if (sharedMemBytes < 0) {
             throw new IllegalArgumentException("sharedMemBytes must not be negative, got " + sharedMemBytes);
         }
+        if (cluster != null && (grid.x() % cluster.x() != 0 || grid.y() % cluster.y() != 0
+                || grid.z() % cluster.z() != 0)) {
+            throw new IllegalArgumentException("the grid " + grid + " is not a whole number of clusters " + cluster
+                    + ": each grid dimension must be a multiple of the cluster's");
+        }
+    }
+
+    /**
+     * A configuration without clusters or cooperative launch.
+     *
+     * @param grid blocks in the grid
+     * @param block threads in a block; at most {@value #MAX_THREADS_PER_BLOCK} in all
+     * @param sharedMemBytes dynamic shared memory per block, in bytes; not negative
+     * @param stream the stream the launch is ordered on
+     * @param programmaticDependentLaunch whether to launch with programmatic stream serialization
+     * @throws NullPointerException if {@code grid}, {@code block} or {@code stream} is {@code null}
+     * @throws IllegalArgumentException if the block has too many threads, or {@code sharedMemBytes} is negative
+     */
+    public LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream stream,
+            boolean programmaticDependentLaunch) {
+        this(grid, block, sharedMemBytes, stream, programmaticDependentLaunch, null, false);
     }
 
     /**
@@ -72,7 +104,7 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream
      * @throws IllegalArgumentException if the block has too many threads, or {@code sharedMemBytes} is negative
      */
     public LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream stream) {
-        this(grid, block, sharedMemBytes, stream, false);
+        this(grid, block, sharedMemBytes, stream, false, null, false);
     }
 
     /**
@@ -86,7 +118,7 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream
      * @throws IllegalArgumentException if the block has too many threads, or {@code sharedMemBytes} is negative
      */
     public static LaunchConfig of(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream stream) {
-        return new LaunchConfig(grid, block, sharedMemBytes, stream, false);
+        return new LaunchConfig(grid, block, sharedMemBytes, stream, false, null, false);
     }
 
     /**
@@ -99,7 +131,7 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream
      * @throws IllegalArgumentException if the block has too many threads
      */
     public static LaunchConfig of(Dim3 grid, Dim3 block, CudaStream stream) {
-        return new LaunchConfig(grid, block, 0, stream, false);
+        return new LaunchConfig(grid, block, 0, stream, false, null, false);
     }
 
     /**
@@ -111,7 +143,33 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream
      * @return a copy of this configuration that launches with programmatic stream serialization
      */
     public LaunchConfig withProgrammaticDependentLaunch() {
-        return new LaunchConfig(grid, block, sharedMemBytes, stream, true);
+        return new LaunchConfig(grid, block, sharedMemBytes, stream, true, cluster, cooperative);
+    }
+
+    /**
+     * This configuration in thread-block clusters of {@code cluster} blocks
+     * ({@code cudaLaunchAttributeClusterDimension}; sm_90 and newer). The kernel sees them through
+     * {@code cooperative_groups::this_cluster()}. Portable cluster sizes are up to 8 blocks;
+     * {@link CudaKernel#maxActiveClusters} tells whether a shape can run.
+     *
+     * @param cluster blocks per cluster; each grid dimension must be a multiple of the cluster's
+     * @return a copy of this configuration with that cluster shape
+     * @throws IllegalArgumentException if the grid is not a whole number of clusters
+     */
+    public LaunchConfig withCluster(Dim3 cluster) {
+        return new LaunchConfig(grid, block, sharedMemBytes, stream, programmaticDependentLaunch,
+                Objects.requireNonNull(cluster, "cluster"), cooperative);
+    }
+
+    /**
+     * This configuration launched cooperatively ({@code cudaLaunchAttributeCooperative}): every block
+     * of the grid is resident at once, so the kernel may synchronize the whole grid. The grid may
+     * hold at most {@link CudaKernel#maxCooperativeBlocks} blocks.
+     *
+     * @return a copy of this configuration with cooperative launch
+     */
+    public LaunchConfig withCooperativeLaunch() {
+        return new LaunchConfig(grid, block, sharedMemBytes, stream, programmaticDependentLaunch, cluster, true);
     }
 
     /** {@return the launch shape in CUDA's notation, e.g. {@code <<<{256,2},{8,32},0>>>}} */

@@ -1473,6 +1473,15 @@ public class cudart_h extends cudart_h$shared {
     public static int cudaDevAttrComputeCapabilityMinor() {
         return cudaDevAttrComputeCapabilityMinor;
     }
+    private static final int cudaDevAttrCooperativeLaunch = (int)95L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaDeviceAttr.cudaDevAttrCooperativeLaunch = 95
+     * }
+     */
+    public static int cudaDevAttrCooperativeLaunch() {
+        return cudaDevAttrCooperativeLaunch;
+    }
     private static final int cudaDevAttrMaxSharedMemoryPerBlockOptin = (int)97L;
     /**
      * {@snippet lang=c :
@@ -1490,6 +1499,15 @@ public class cudart_h extends cudart_h$shared {
      */
     public static int cudaDevAttrMemoryPoolsSupported() {
         return cudaDevAttrMemoryPoolsSupported;
+    }
+    private static final int cudaDevAttrClusterLaunch = (int)120L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaDeviceAttr.cudaDevAttrClusterLaunch = 120
+     * }
+     */
+    public static int cudaDevAttrClusterLaunch() {
+        return cudaDevAttrClusterLaunch;
     }
     private static final int cudaMemPoolReuseFollowEventDependencies = (int)1L;
     /**
@@ -2087,6 +2105,24 @@ public class cudart_h extends cudart_h$shared {
      */
     public static int cudaGraphInstantiateFlagUseNodePriority() {
         return cudaGraphInstantiateFlagUseNodePriority;
+    }
+    private static final int cudaLaunchAttributeCooperative = (int)2L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaLaunchAttributeID.cudaLaunchAttributeCooperative = 2
+     * }
+     */
+    public static int cudaLaunchAttributeCooperative() {
+        return cudaLaunchAttributeCooperative;
+    }
+    private static final int cudaLaunchAttributeClusterDimension = (int)4L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaLaunchAttributeID.cudaLaunchAttributeClusterDimension = 4
+     * }
+     */
+    public static int cudaLaunchAttributeClusterDimension() {
+        return cudaLaunchAttributeClusterDimension;
     }
     private static final int cudaLaunchAttributeProgrammaticStreamSerialization = (int)6L;
     /**
@@ -4364,6 +4400,131 @@ public class cudart_h extends cudart_h$shared {
         }
     }
 
+    private static class cudaOccupancyMaxActiveBlocksPerMultiprocessor {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER,
+            cudart_h.C_INT,
+            cudart_h.C_LONG
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaOccupancyMaxActiveBlocksPerMultiprocessor").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaOccupancyMaxActiveBlocksPerMultiprocessor"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize)
+     * }
+     */
+    public static FunctionDescriptor cudaOccupancyMaxActiveBlocksPerMultiprocessor$descriptor() {
+        return cudaOccupancyMaxActiveBlocksPerMultiprocessor.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize)
+     * }
+     */
+    public static MethodHandle cudaOccupancyMaxActiveBlocksPerMultiprocessor$handle() {
+        return cudaOccupancyMaxActiveBlocksPerMultiprocessor.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize)
+     * }
+     */
+    public static MemorySegment cudaOccupancyMaxActiveBlocksPerMultiprocessor$address() {
+        return cudaOccupancyMaxActiveBlocksPerMultiprocessor.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize)
+     * }
+     */
+    public static int cudaOccupancyMaxActiveBlocksPerMultiprocessor(MemorySegment numBlocks, MemorySegment func, int blockSize, long dynamicSMemSize) {
+        var mh$ = cudaOccupancyMaxActiveBlocksPerMultiprocessor.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaOccupancyMaxActiveBlocksPerMultiprocessor", numBlocks, func, blockSize, dynamicSMemSize);
+            }
+            return (int)mh$.invokeExact(numBlocks, func, blockSize, dynamicSMemSize);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaOccupancyMaxActiveClusters {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaOccupancyMaxActiveClusters").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaOccupancyMaxActiveClusters"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaOccupancyMaxActiveClusters(int *numClusters, const void *func, const cudaLaunchConfig_t *launchConfig)
+     * }
+     */
+    public static FunctionDescriptor cudaOccupancyMaxActiveClusters$descriptor() {
+        return cudaOccupancyMaxActiveClusters.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaOccupancyMaxActiveClusters(int *numClusters, const void *func, const cudaLaunchConfig_t *launchConfig)
+     * }
+     */
+    public static MethodHandle cudaOccupancyMaxActiveClusters$handle() {
+        return cudaOccupancyMaxActiveClusters.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaOccupancyMaxActiveClusters(int *numClusters, const void *func, const cudaLaunchConfig_t *launchConfig)
+     * }
+     */
+    public static MemorySegment cudaOccupancyMaxActiveClusters$address() {
+        return cudaOccupancyMaxActiveClusters.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaOccupancyMaxActiveClusters(int *numClusters, const void *func, const cudaLaunchConfig_t *launchConfig)
+     * }
+     */
+    public static int cudaOccupancyMaxActiveClusters(MemorySegment numClusters, MemorySegment func, MemorySegment launchConfig) {
+        var mh$ = cudaOccupancyMaxActiveClusters.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaOccupancyMaxActiveClusters", numClusters, func, launchConfig);
+            }
+            return (int)mh$.invokeExact(numClusters, func, launchConfig);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static class cudaMalloc {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
             cudart_h.C_INT,
@@ -5956,6 +6117,68 @@ public class cudart_h extends cudart_h$shared {
                 traceDowncall("cudaGraphKernelNodeSetParams", node, pNodeParams);
             }
             return (int)mh$.invokeExact(node, pNodeParams);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaGraphKernelNodeGetAttribute {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_INT,
+            cudart_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaGraphKernelNodeGetAttribute").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaGraphKernelNodeGetAttribute"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphKernelNodeGetAttribute(cudaGraphNode_t hNode, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out)
+     * }
+     */
+    public static FunctionDescriptor cudaGraphKernelNodeGetAttribute$descriptor() {
+        return cudaGraphKernelNodeGetAttribute.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphKernelNodeGetAttribute(cudaGraphNode_t hNode, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out)
+     * }
+     */
+    public static MethodHandle cudaGraphKernelNodeGetAttribute$handle() {
+        return cudaGraphKernelNodeGetAttribute.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphKernelNodeGetAttribute(cudaGraphNode_t hNode, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out)
+     * }
+     */
+    public static MemorySegment cudaGraphKernelNodeGetAttribute$address() {
+        return cudaGraphKernelNodeGetAttribute.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphKernelNodeGetAttribute(cudaGraphNode_t hNode, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out)
+     * }
+     */
+    public static int cudaGraphKernelNodeGetAttribute(MemorySegment hNode, int attr, MemorySegment value_out) {
+        var mh$ = cudaGraphKernelNodeGetAttribute.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaGraphKernelNodeGetAttribute", hNode, attr, value_out);
+            }
+            return (int)mh$.invokeExact(hNode, attr, value_out);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {

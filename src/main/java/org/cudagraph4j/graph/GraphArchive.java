@@ -705,7 +705,8 @@ public final class GraphArchive {
         private KernelNode kernel(GraphNode node) {
             KernelLaunch params = node.kernelParams().orElseThrow(() -> new GraphArchiveException(
                     Reason.UNSUPPORTED, node + " is a kernel node whose launch this library did not record (it was "
-                    + "captured from a launch made outside cudagraph4j)"));
+                    + "captured from a launch made outside cudagraph4j, or a cluster or cooperative launch, which a "
+                    + "KernelLaunch does not describe)"));
             CudaKernel kernel = params.kernel();
             CudaLibrary library = kernel.library();
             String hash = library.contentHash();

@@ -165,6 +165,26 @@ public final class Devices {
     }
 
     /**
+     * Whether {@code device} supports cooperative launch ({@code cudaDevAttrCooperativeLaunch}).
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DEVICE.html">cudaDeviceGetAttribute</a>
+     */
+    public static boolean supportsCooperativeLaunch(int device) {
+        return attribute(device, cudaDevAttrCooperativeLaunch(), "cudaDevAttrCooperativeLaunch") != 0;
+    }
+
+    /** Whether {@code device} supports thread-block clusters ({@code cudaDevAttrClusterLaunch}). */
+    public static boolean supportsClusterLaunch(int device) {
+        return attribute(device, cudaDevAttrClusterLaunch(), "cudaDevAttrClusterLaunch") != 0;
+    }
+
+    private static int attribute(int device, int attribute, String name) {
+        CudartLoader.ensureLoaded();
+        return Out.intValue("cudaDeviceGetAttribute", name + ", device " + device,
+                (arena, value) -> cudaDeviceGetAttribute(value, attribute, device));
+    }
+
+    /**
      * Whether {@code device} can read and write {@code peer}'s memory directly ({@code cudaDeviceCanAccessPeer}).
      *
      * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__PEER.html">cudaDeviceCanAccessPeer</a>

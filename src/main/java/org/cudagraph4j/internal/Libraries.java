@@ -189,6 +189,84 @@ public final class Libraries {
         }
     }
 
+    /**
+     * {@code cudaLaunchKernelExC} with any of programmatic stream serialization, a thread-block
+     * cluster shape and cooperative launch; a cluster dimension of 0 means no cluster. Rare
+     * enough that it builds its configuration in a confined arena per launch.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXECUTION.html">cudaLaunchKernelExC</a>
+     */
+    public static void launchWithAttributes(MemorySegment function, int gridX, int gridY, int gridZ, int blockX,
+            int blockY, int blockZ, int sharedMemBytes, MemorySegment arguments, MemorySegment stream,
+            boolean programmatic, int clusterX, int clusterY, int clusterZ, boolean cooperative, String kernelName) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment config = launchConfig(arena, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedMemBytes,
+                    stream, programmatic, clusterX, clusterY, clusterZ, cooperative);
+            int status = cudaLaunchKernelExC(config, function, arguments);
+            if (status != Status.SUCCESS) {
+                throw Status.error(status, "cudaLaunchKernelExC", "kernel " + kernelName);
+            }
+        }
+    }
+
+    /**
+     * How many clusters of the configuration's shape can be co-resident on the device
+     * ({@code cudaOccupancyMaxActiveClusters}); 0 if that shape cannot run at all.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__OCCUPANCY.html">cudaOccupancyMaxActiveClusters</a>
+     */
+    public static int maxActiveClusters(MemorySegment function, int gridX, int gridY, int gridZ, int blockX,
+            int blockY, int blockZ, int sharedMemBytes, MemorySegment stream, int clusterX, int clusterY,
+            int clusterZ, String kernelName) {
+        return Out.intValue("cudaOccupancyMaxActiveClusters", "kernel " + kernelName, (arena, count) ->
+                cudaOccupancyMaxActiveClusters(count, function, launchConfig(arena, gridX, gridY, gridZ, blockX,
+                        blockY, blockZ, sharedMemBytes, stream, false, clusterX, clusterY, clusterZ, false)));
+    }
+
+    /**
+     * How many blocks of {@code blockSize} threads and {@code sharedMemBytes} can be resident on one
+     * multiprocessor at once ({@code cudaOccupancyMaxActiveBlocksPerMultiprocessor}).
+     */
+    public static int maxActiveBlocksPerMultiprocessor(MemorySegment function, int blockSize, int sharedMemBytes,
+            String kernelName) {
+        return Out.intValue("cudaOccupancyMaxActiveBlocksPerMultiprocessor", "kernel " + kernelName,
+                (arena, count) -> cudaOccupancyMaxActiveBlocksPerMultiprocessor(count, function, blockSize,
+                        sharedMemBytes));
+    }
+
+    private static MemorySegment launchConfig(Arena arena, int gridX, int gridY, int gridZ, int blockX, int blockY,
+            int blockZ, int sharedMemBytes, MemorySegment stream, boolean programmatic, int clusterX, int clusterY,
+            int clusterZ, boolean cooperative) {
+        MemorySegment attributes = cudaLaunchAttribute_st.allocateArray(3, arena);
+        int count = 0;
+        if (programmatic) {
+            MemorySegment attribute = cudaLaunchAttribute_st.asSlice(attributes, count++);
+            cudaLaunchAttribute_st.id(attribute, cudaLaunchAttributeProgrammaticStreamSerialization());
+            cudaLaunchAttributeValue.programmaticStreamSerializationAllowed(cudaLaunchAttribute_st.val(attribute), 1);
+        }
+        if (clusterX > 0) {
+            MemorySegment attribute = cudaLaunchAttribute_st.asSlice(attributes, count++);
+            cudaLaunchAttribute_st.id(attribute, cudaLaunchAttributeClusterDimension());
+            MemorySegment cluster = cudaLaunchAttributeValue.clusterDim(cudaLaunchAttribute_st.val(attribute));
+            cudaLaunchAttributeValue.clusterDim.x(cluster, clusterX);
+            cudaLaunchAttributeValue.clusterDim.y(cluster, clusterY);
+            cudaLaunchAttributeValue.clusterDim.z(cluster, clusterZ);
+        }
+        if (cooperative) {
+            MemorySegment attribute = cudaLaunchAttribute_st.asSlice(attributes, count++);
+            cudaLaunchAttribute_st.id(attribute, cudaLaunchAttributeCooperative());
+            cudaLaunchAttributeValue.cooperative(cudaLaunchAttribute_st.val(attribute), 1);
+        }
+        MemorySegment config = cudaLaunchConfig_st.allocate(arena);
+        set(cudaLaunchConfig_st.gridDim(config), gridX, gridY, gridZ);
+        set(cudaLaunchConfig_st.blockDim(config), blockX, blockY, blockZ);
+        cudaLaunchConfig_st.dynamicSmemBytes(config, sharedMemBytes);
+        cudaLaunchConfig_st.stream(config, stream);
+        cudaLaunchConfig_st.attrs(config, attributes);
+        cudaLaunchConfig_st.numAttrs(config, count);
+        return config;
+    }
+
     private static MemorySegment set(MemorySegment dims, int x, int y, int z) {
         dim3.x(dims, x);
         dim3.y(dims, y);
