@@ -54,6 +54,11 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream
         Objects.requireNonNull(block, "block");
         Objects.requireNonNull(stream, "stream");
         checkShape(block, sharedMemBytes);
+        if (cluster != null && (grid.x() % cluster.x() != 0 || grid.y() % cluster.y() != 0
+                || grid.z() % cluster.z() != 0)) {
+            throw new IllegalArgumentException("the grid " + grid + " is not a whole number of clusters " + cluster
+                    + ": each grid dimension must be a multiple of the cluster's");
+        }
     }
 
     /**
@@ -69,11 +74,6 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream
         }
         if (sharedMemBytes < 0) {
             throw new IllegalArgumentException("sharedMemBytes must not be negative, got " + sharedMemBytes);
-        }
-        if (cluster != null && (grid.x() % cluster.x() != 0 || grid.y() % cluster.y() != 0
-                || grid.z() % cluster.z() != 0)) {
-            throw new IllegalArgumentException("the grid " + grid + " is not a whole number of clusters " + cluster
-                    + ": each grid dimension must be a multiple of the cluster's");
         }
     }
 

@@ -177,7 +177,7 @@ class HostFunctionGpuTest {
                 assertArrayEquals(expected, buffer.toFloatArray());
                 IllegalArgumentException wrongType = assertThrows(IllegalArgumentException.class,
                         () -> exec.setEnabled(host, false));
-                assertTrue(wrongType.getMessage().contains("is a HOST node; CUDA enables and disables only kernel, "
+                assertTrue(wrongType.getMessage().contains("is of type HOST, and CUDA enables and disables only kernel, "
                         + "memcpy and memset nodes"), wrongType.getMessage());
                 IllegalArgumentException wrongGraph = assertThrows(IllegalArgumentException.class,
                         () -> exec.isEnabled(foreign));

@@ -125,11 +125,23 @@ public final class Program {
             String firstLine = result.log().lines().filter(line -> !line.isBlank()).findFirst().orElse("");
             throw new CompileException(name + ": " + result.failedCall() + " failed with " + status
                     + (firstLine.isEmpty() ? "" : ": " + firstLine) + " (options: " + String.join(" ", nvrtcOptions)
-                    + ")", status, result.log());
+                    + ")" + headerHint(result.log()), status, result.log());
         }
         return new CompiledProgram(name, target, target == CompileTarget.PTX
                 ? architecture.replace("sm_", "compute_") : architecture, result.image(), result.log(),
                 result.loweredNames());
+    }
+
+    /**
+     * What to do when a toolkit header includes a CCCL one ({@code cuda/std/...}, {@code cub/...},
+     * {@code thrust/...}) that cannot be found: CUDA 13 moved them from {@code include} to
+     * {@code include/cccl}, which nvcc searches by itself and NVRTC does not.
+     */
+    private static String headerHint(String log) {
+        boolean missingCccl = log.lines().anyMatch(line -> line.contains("open source file")
+                && (line.contains("\"cuda/") || line.contains("\"cub/") || line.contains("\"thrust/")));
+        return missingCccl ? "; CUDA 13 keeps the CCCL headers (cuda/std, cub, thrust) in the toolkit's include/cccl,"
+                + " which NVRTC does not search unless it is an include path" : "";
     }
 
     /** {@return NVRTC's version, such as {@code "13.0"}} */

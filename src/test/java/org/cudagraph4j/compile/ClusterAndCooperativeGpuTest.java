@@ -72,6 +72,8 @@ class ClusterAndCooperativeGpuTest {
                 }
             }
             """;
+    /** Where cooperative_groups.h and the CCCL headers it includes are. */
+    private static final String TOOLKIT = System.getenv().getOrDefault("CUDA_HOME", "/usr/local/cuda");
     private static CudaLibrary library;
 
     @BeforeAll
@@ -79,7 +81,8 @@ class ClusterAndCooperativeGpuTest {
         CudaDevice device = TestData.device();
         library = Program.of("launch_shapes.cu", SOURCE)
                 .compile(ProgramOptions.defaults().withArchitecture(device).withStandard("c++17")
-                        .withIncludePath("/usr/local/cuda/include"), CompileTarget.CUBIN)
+                        .withIncludePath(TOOLKIT + "/include").withIncludePath(TOOLKIT + "/include/cccl"),
+                        CompileTarget.CUBIN)
                 .load();
     }
 

@@ -144,6 +144,17 @@ class ProgramTest {
     }
 
     @Test
+    void aMissingCcclHeaderIsExplainedAndAPlainMissingHeaderIsNot() {
+        CompileException cccl = assertThrows(CompileException.class, () -> Program.of("k.cu",
+                "#include <cuda/std/no_such_header>\n__global__ void k() {}\n").compile(SM_90, CompileTarget.PTX));
+        assertTrue(cccl.getMessage().endsWith("; CUDA 13 keeps the CCCL headers (cuda/std, cub, thrust) in the "
+                + "toolkit's include/cccl, which NVRTC does not search unless it is an include path"), cccl.getMessage());
+        CompileException plain = assertThrows(CompileException.class, () -> Program.of("k.cu",
+                "#include <no_such_header.h>\n__global__ void k() {}\n").compile(SM_90, CompileTarget.PTX));
+        assertTrue(plain.getMessage().endsWith(")"), plain.getMessage());
+    }
+
+    @Test
     void definesAndTheDialectReachTheCompiler() {
         String source = """
                 #if !defined(WIDTH) || WIDTH != 8
