@@ -2,6 +2,7 @@ package org.cudagraph4j;
 
 import java.util.Objects;
 import org.cudagraph4j.internal.Devices;
+import org.cudagraph4j.internal.GraphMemory;
 import org.cudagraph4j.internal.Memory;
 import org.cudagraph4j.internal.Streams;
 
@@ -52,6 +53,40 @@ public final class CudaDevice {
      * @param totalBytes all of the device's memory, in bytes
      */
     public record MemoryInfo(long freeBytes, long totalBytes) {}
+
+    /**
+     * {@return the memory graphs use on this device now ({@code cudaDeviceGetGraphMemAttribute}): what
+     * their allocation nodes have mapped, and what the runtime has reserved for them}
+     */
+    public GraphMemoryUsage graphMemoryUsage() {
+        long[] usage = GraphMemory.usage(ordinal);
+        return new GraphMemoryUsage(usage[0], usage[1], usage[2], usage[3]);
+    }
+
+    /**
+     * Graph memory on a device: memory that graphs' allocation nodes use, from a reserve the runtime
+     * keeps for graphs and grows as their launches need. An executable keeps what its allocations
+     * are mapped to until it is closed; {@link #trimGraphMemory()} returns the rest.
+     *
+     * @param usedBytes memory that graphs' allocations have mapped now
+     * @param usedHighBytes the most {@code usedBytes} has been since the last reset
+     * @param reservedBytes memory the runtime holds for graphs now, used or not
+     * @param reservedHighBytes the most {@code reservedBytes} has been since the last reset
+     */
+    public record GraphMemoryUsage(long usedBytes, long usedHighBytes, long reservedBytes, long reservedHighBytes) {}
+
+    /**
+     * Returns graph memory that no executable's allocation is mapped to back to the system
+     * ({@code cudaDeviceGraphMemTrim}); memory that executables still hold stays.
+     */
+    public void trimGraphMemory() {
+        GraphMemory.trim(ordinal);
+    }
+
+    /** Resets the high-water marks of {@link #graphMemoryUsage()} to zero. */
+    public void resetGraphMemoryHighWaterMarks() {
+        GraphMemory.resetHighWaterMarks(ordinal);
+    }
 
     /**
      * The stream priorities this device offers. Lower numbers are higher priorities, so

@@ -26,6 +26,9 @@ import org.cudagraph4j.internal.Lifetime;
  * <p>Thread safety: immutable and safe to share; launches from several threads are fine.
  */
 public final class CudaKernel {
+    /** The most blocks a cluster may have on every GPU with clusters, without a non-portable opt-in. */
+    public static final int MAX_PORTABLE_CLUSTER_BLOCKS = 8;
+
     private final CudaLibrary library;
     private final MemorySegment handle;
     private final String symbol;
@@ -129,7 +132,9 @@ public final class CudaKernel {
         Dim3 grid = config.grid();
         Dim3 block = config.block();
         MemorySegment stream = config.stream().handle();
-        MemorySegment pointers = arguments.pointers(config.stream().device().ordinal());
+        CaptureTracker.Capture<?> capture = CaptureTracker.of(config.stream().captureSlot());
+        MemorySegment pointers = arguments.pointers(config.stream().device().ordinal(),
+                capture == null ? null : capture.allocations());
         if (config.cluster() != null || config.cooperative()) {
             launchWithAttributes(config, pointers, stream);
         } else if (config.programmaticDependentLaunch()) {
@@ -139,7 +144,6 @@ public final class CudaKernel {
             Libraries.launch(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
                     config.sharedMemBytes(), pointers, stream, symbol);
         }
-        CaptureTracker.Capture<?> capture = CaptureTracker.of(config.stream().captureSlot());
         if (capture != null) {
             recordCapturedLaunch(capture, config, arguments, stream);
         }
@@ -158,7 +162,8 @@ public final class CudaKernel {
             if (clusters == 0) {
                 throw new IllegalArgumentException("kernel " + symbol + " cannot run in clusters of " + cluster
                         + " blocks of " + block + " threads and " + config.sharedMemBytes() + " bytes of shared memory on "
-                        + config.stream().device() + ": no such cluster fits (portable clusters have at most 8 blocks)");
+                        + config.stream().device() + ": no such cluster fits (portable clusters have at most "
+                        + MAX_PORTABLE_CLUSTER_BLOCKS + " blocks)");
             }
         }
         if (config.cooperative()) {
@@ -182,7 +187,8 @@ public final class CudaKernel {
      * at once ({@code cudaOccupancyMaxActiveClusters}).
      *
      * @param config a launch with a {@linkplain LaunchConfig#withCluster cluster} shape
-     * @return the number of clusters; 0 if that shape cannot run at all
+     * @return the number of clusters; 0 if that shape cannot run at all, or has more than
+     *     {@value #MAX_PORTABLE_CLUSTER_BLOCKS} blocks
      * @throws IllegalArgumentException if {@code config} has no cluster shape
      * @throws UnsupportedOperationException if the device has no thread-block clusters (before sm_90)
      */
@@ -196,6 +202,9 @@ public final class CudaKernel {
         if (!Devices.supportsClusterLaunch(device.ordinal())) {
             throw new UnsupportedOperationException(device + " (compute capability " + device.properties().major()
                     + "." + device.properties().minor() + ") has no thread-block clusters, which need 9.0 or newer");
+        }
+        if (cluster.volume() > MAX_PORTABLE_CLUSTER_BLOCKS) {
+            return 0; // the runtime refuses to size it (cudaErrorInvalidClusterSize) without a non-portable opt-in
         }
         Dim3 grid = config.grid();
         Dim3 block = config.block();

@@ -141,12 +141,18 @@ public final class CudaStream implements AutoCloseable {
      * Closing the buffer frees it in this stream's order; {@link MemoryPool#allocate} describes the
      * rules, which are the same.
      *
+     * <p>While this stream captures, this adds an allocation node to the graph being captured
+     * instead, and returns a view of {@linkplain DeviceBuffer#isGraphMemory() graph memory}: usable
+     * by the capture's later work, freed by a free node when it is closed during the capture. The
+     * graph owns the memory, and is instantiated only if the capture freed every such buffer.
+     *
      * @param type the element type
      * @param length the number of elements (not bytes); must be positive
      * @return the buffer, usable in this stream's order; close it when done
      * @throws IllegalArgumentException if {@code length} is not positive, or its size in bytes exceeds
      *     {@link Long#MAX_VALUE}
-     * @throws IllegalStateException if this stream is closed or capturing
+     * @throws IllegalStateException if this stream is closed, or is in a capture that this library did
+     *     not begin
      * @throws CudaException naming {@code cudaErrorMemoryAllocation} if the pool cannot grow enough
      */
     public DeviceBuffer allocate(ElementType type, long length) {

@@ -6,9 +6,11 @@ import java.util.List;
 import java.util.Objects;
 import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.internal.Devices;
+import org.cudagraph4j.internal.GraphAllocations;
 import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.LiveCounters;
 import org.cudagraph4j.internal.Memory;
+import org.cudagraph4j.internal.MemoryPools;
 
 /**
  * A typed array in device memory: an allocation from {@link CudaDevice#allocate}, or a
@@ -31,6 +33,13 @@ import org.cudagraph4j.internal.Memory;
  * and it is freed in that order on {@code close()}. Its synchronous copies and memsets first wait
  * for its stream.
  *
+ * <p>A graph-memory buffer ({@link #isGraphMemory()}: from
+ * {@link org.cudagraph4j.graph.CudaGraph#addMemAlloc}, or {@link CudaStream#allocate} during a
+ * capture) is a view of memory its graph owns, which exists only while a launch of the graph runs
+ * between the allocation node and the free node. Only nodes of that graph may use it (copies,
+ * memsets and kernels captured into it, or added to it); synchronous copies and memsets, and
+ * launches outside the capture, are refused.
+ *
  * <p>Thread safety: safe to use from several threads as long as their accesses do not overlap in
  * a way that races on the device; {@link #close()} must not race with other calls on the buffer.
  */
@@ -45,9 +54,13 @@ public final class DeviceBuffer implements AutoCloseable {
     private final Lifetime lifetime;
     /** The stream a stream-ordered allocation is ordered on; null for {@code cudaMalloc} memory and slices. */
     private final StreamOrder order;
+    /** The graph memory this allocation is, which its graph owns; null for other memory and slices. */
+    private final GraphAllocations graphOwner;
+    /** The capturing stream a captured graph allocation was made on, where its close() adds the free node. */
+    private final CudaStream capturedOn;
 
     private DeviceBuffer(CudaDevice device, DeviceBuffer allocation, long address, ElementType type, long length,
-            Lifetime lifetime, StreamOrder order) {
+            Lifetime lifetime, StreamOrder order, GraphAllocations graphOwner, CudaStream capturedOn) {
         this.device = device;
         this.allocation = allocation == null ? this : allocation;
         this.address = address;
@@ -55,6 +68,8 @@ public final class DeviceBuffer implements AutoCloseable {
         this.length = length;
         this.lifetime = lifetime;
         this.order = order;
+        this.graphOwner = graphOwner;
+        this.capturedOn = capturedOn;
     }
 
     static DeviceBuffer own(CudaDevice device, long address, ElementType type, long length) {
@@ -64,7 +79,7 @@ public final class DeviceBuffer implements AutoCloseable {
                     Devices.use(ordinal); // the cleaner's thread may have another device current
                     Memory.free(address);
                 });
-        DeviceBuffer buffer = new DeviceBuffer(device, null, address, type, length, lifetime, null);
+        DeviceBuffer buffer = new DeviceBuffer(device, null, address, type, length, lifetime, null, null, null);
         lifetime.watch(buffer);
         return buffer;
     }
@@ -72,9 +87,25 @@ public final class DeviceBuffer implements AutoCloseable {
     /** A stream-ordered allocation, which {@code order} frees. */
     static DeviceBuffer own(CudaDevice device, long address, ElementType type, long length, Lifetime lifetime,
             StreamOrder order) {
-        DeviceBuffer buffer = new DeviceBuffer(device, null, address, type, length, lifetime, order);
+        DeviceBuffer buffer = new DeviceBuffer(device, null, address, type, length, lifetime, order, null, null);
         lifetime.watch(buffer);
         return buffer;
+    }
+
+    /**
+     * A view of graph memory at {@code address}, which {@code owner}'s graph allocates at each launch
+     * and owns: the view frees nothing, and the graph closes it with itself.
+     *
+     * @param capturedOn the capturing stream that allocated it, whose capture {@link #close()} adds
+     *     the free node to; null for an allocation node added to a built graph
+     */
+    static DeviceBuffer graphMemory(CudaDevice device, long address, ElementType type, long length,
+            GraphAllocations owner, CudaStream capturedOn, String graph) {
+        Lifetime lifetime = new Lifetime(LiveCounters.Kind.DEVICE_BUFFER, 0, String.format(
+                "DeviceBuffer 0x%X (%d x %s) on device %d, graph memory of %s", address, length, type,
+                device.ordinal(), graph), () -> { });
+        owner.allocated(address, lifetime);
+        return new DeviceBuffer(device, null, address, type, length, lifetime, null, owner, capturedOn);
     }
 
     /** {@return the device the memory is on} */
@@ -107,6 +138,14 @@ public final class DeviceBuffer implements AutoCloseable {
         return address - allocation.address;
     }
 
+    /**
+     * {@return whether this is graph memory: its allocation is owned by a graph, and exists only
+     * while a launch of that graph runs between its allocation and free nodes}
+     */
+    public boolean isGraphMemory() {
+        return allocation.graphOwner != null;
+    }
+
     /** {@return whether this buffer owns its allocation (it is not a slice)} */
     public boolean isAllocation() {
         return allocation == this;
@@ -129,7 +168,7 @@ public final class DeviceBuffer implements AutoCloseable {
             throw new IllegalArgumentException("a slice needs at least one element");
         }
         return new DeviceBuffer(device, allocation, address + offset * type.byteSize(), type, length,
-                allocation.lifetime, null);
+                allocation.lifetime, null, null, null);
     }
 
     /**
@@ -334,6 +373,7 @@ public final class DeviceBuffer implements AutoCloseable {
     public void copyFromAsync(MemorySegment source, CudaStream stream) {
         checkSize(source);
         checkNative(source);
+        requireGraphOrder(stream);
         onDeviceOf(stream);
         Memory.copyAsync(address(), source.address(), byteSize(), stream.handle());
         keepAliveIfCapturing(stream);
@@ -351,6 +391,7 @@ public final class DeviceBuffer implements AutoCloseable {
     public void copyToAsync(MemorySegment destination, CudaStream stream) {
         checkSize(destination);
         checkNative(destination);
+        requireGraphOrder(stream);
         onDeviceOf(stream);
         Memory.copyAsync(destination.address(), address(), byteSize(), stream.handle());
         keepAliveIfCapturing(stream);
@@ -381,6 +422,8 @@ public final class DeviceBuffer implements AutoCloseable {
      */
     public void copyFromAsync(DeviceBuffer source, CudaStream stream) {
         checkSame(source);
+        requireGraphOrder(stream);
+        source.requireGraphOrder(stream);
         onDeviceOf(stream);
         Memory.copyAsync(address(), source.address(), byteSize(), stream.handle());
         keepAliveIfCapturing(stream);
@@ -417,6 +460,7 @@ public final class DeviceBuffer implements AutoCloseable {
                     + launchDevice + ", which has no peer access to it: set it on a stream of device "
                     + device.ordinal() + ", or enable peer access first (CudaDevice.enablePeerAccess)");
         }
+        requireGraphOrder(stream);
         onDeviceOf(stream);
         Memory.setAsync(address(), byteValue, byteSize(), stream.handle());
         keepAliveIfCapturing(stream);
@@ -429,6 +473,29 @@ public final class DeviceBuffer implements AutoCloseable {
      */
     private static void onDeviceOf(CudaStream stream) {
         Devices.use(stream.device().ordinal());
+    }
+
+    /**
+     * Graph memory is usable only on a stream capturing into its own graph.
+     *
+     * @throws IllegalStateException if this is graph memory and {@code stream} is not capturing into
+     *     the graph that owns it
+     */
+    private void requireGraphOrder(CudaStream stream) {
+        GraphAllocations owner = allocation.graphOwner;
+        if (owner != null) {
+            CaptureTracker.Capture<?> capture = CaptureTracker.of(stream.captureSlot());
+            if (capture == null || capture.allocations() != owner) {
+                throw new IllegalStateException(this + " exists only inside its own graph, but " + stream
+                        + (capture == null ? " is not capturing" : " is capturing into another graph")
+                        + ": use it in the capture that allocated it, or in nodes of its graph");
+            }
+        }
+    }
+
+    /** {@return the graph memory this buffer lies in, or {@code null} if it is not graph memory} */
+    GraphAllocations graphOwner() {
+        return allocation.graphOwner;
     }
 
     /** A captured operation keeps the allocation alive for the graph it goes into. */
@@ -451,15 +518,45 @@ public final class DeviceBuffer implements AutoCloseable {
         if (!isAllocation()) {
             return;
         }
-        if (order != null) {
+        if (graphOwner != null) {
+            closeGraphMemory();
+        } else if (order != null) {
             order.close(lifetime);
         } else {
             lifetime.close();
         }
     }
 
-    /** Before a synchronous access: a stream-ordered allocation waits for its stream. */
+    /**
+     * Graph memory's close: during the capture that allocated it, a free node
+     * ({@code cudaFreeAsync} on the capturing stream), after which the capture may not use it; in
+     * all other cases the graph that owns the memory frees it, and this only stops new uses.
+     */
+    private void closeGraphMemory() {
+        if (!lifetime.isOpen()) {
+            return;
+        }
+        if (capturedOn != null && capturedOn.isOpen()) {
+            CaptureTracker.Capture<?> capture = CaptureTracker.of(capturedOn.captureSlot());
+            if (capture != null && capture.allocations() == graphOwner) {
+                Devices.use(device.ordinal());
+                MemoryPools.freeAsync(address, capturedOn.handle());
+                graphOwner.freed(address, toString());
+            }
+        }
+        lifetime.close();
+    }
+
+    /**
+     * Before a synchronous access: graph memory is refused, and a stream-ordered allocation waits
+     * for its stream.
+     */
     private void awaitStreamOrder() {
+        if (allocation.graphOwner != null) {
+            throw new IllegalStateException(this + " exists only while its graph runs, between its allocation and "
+                    + "free nodes, so the host cannot copy or set it: copy it into a buffer of your own inside the "
+                    + "graph (a memcpy node, or an Async copy on the capturing stream)");
+        }
         StreamOrder streamOrder = allocation.order;
         if (streamOrder != null) {
             streamOrder.awaitStream(this);

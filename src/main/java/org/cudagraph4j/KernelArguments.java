@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.cudagraph4j.internal.Devices;
+import org.cudagraph4j.internal.GraphAllocations;
 import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.LiveCounters;
 
@@ -179,11 +180,14 @@ public final class KernelArguments implements AutoCloseable {
     /**
      * The {@code void*[]} the runtime reads for a launch on device {@code launchDevice}, after
      * checking that the arguments and every buffer among them are open, and that the device can
-     * reach each buffer: its own, or a peer's once {@link CudaDevice#enablePeerAccess} allowed it.
+     * reach each buffer: its own, or a peer's once {@link CudaDevice#enablePeerAccess} allowed it,
+     * and that graph memory among them is {@code graphMemory}'s, the graph the launch goes into.
      * Anything else would fault the kernel with an illegal address, an error that ruins the
      * device's context for the whole process.
+     *
+     * @param graphMemory the graph memory the launch may use: the capture's or the graph's; null for none
      */
-    MemorySegment pointers(int launchDevice) {
+    MemorySegment pointers(int launchDevice, GraphAllocations graphMemory) {
         ensureOpen();
         for (int i = 0; i < arguments.length; i++) {
             if (arguments[i] instanceof DeviceBuffer buffer) {
@@ -197,6 +201,12 @@ public final class KernelArguments implements AutoCloseable {
                             + buffer + " is on device " + home + ", but the launch runs on device " + launchDevice
                             + ", which has no peer access to it: copy the buffer to device " + launchDevice
                             + ", or enable peer access first (CudaDevice.enablePeerAccess)");
+                }
+                GraphAllocations owner = buffer.graphOwner();
+                if (owner != null && owner != graphMemory) {
+                    throw new IllegalStateException("kernel " + kernel.symbol() + ", argument " + i + ": " + buffer
+                            + " exists only inside its own graph: launch the kernel in the capture that allocated it,"
+                            + " or add it to that graph");
                 }
             }
         }

@@ -42,10 +42,11 @@ import org.cudagraph4j.internal.MemoryPools.Attribute;
  *       drops the owner's reference, and the native stream or pool goes when the last buffer is
  *       freed. So a buffer's free is always ordered on a valid stream, and a pool's
  *       {@link #close()} never pulls memory from under a buffer.</li>
- *   <li>Allocating on a capturing stream is refused ({@link IllegalStateException}): there
- *       {@code cudaMallocAsync} would add a memory-allocation node whose memory the graph owns.
- *       Allocate before the capture. Closing a buffer while its stream captures is allowed: the
- *       graph the capture makes frees it when it is closed.</li>
+ *   <li>Allocating from a pool on a capturing stream is refused ({@link IllegalStateException}).
+ *       {@link CudaStream#allocate} on a capturing stream adds an allocation node instead, whose
+ *       memory the graph owns (graph memory, see {@link org.cudagraph4j.graph}). Closing a pool's
+ *       buffer while its stream captures is allowed: the graph the capture makes frees it when it
+ *       is closed.</li>
  * </ul>
  *
  * <p>Thread safety: safe to use from several threads, as the runtime's pool calls are; concurrent

@@ -3,6 +3,7 @@ package org.cudagraph4j;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import org.cudagraph4j.internal.CaptureTracker;
+import org.cudagraph4j.internal.GraphAllocations;
 import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.SharedSecrets;
 import org.cudagraph4j.internal.Status;
@@ -59,7 +60,20 @@ final class RootAccessBridge
     }
 
     @Override
-    public MemorySegment argumentPointers(KernelArguments arguments, int launchDevice) {
-        return arguments.pointers(launchDevice);
+    public MemorySegment argumentPointers(KernelArguments arguments, int launchDevice,
+            GraphAllocations graphMemory) {
+        return arguments.pointers(launchDevice, graphMemory);
+    }
+
+    @Override
+    public DeviceBuffer graphMemoryBuffer(int device, long address, Object elementType, long length,
+            GraphAllocations owner, String graph) {
+        return DeviceBuffer.graphMemory(Cuda.device(device), address, (ElementType) elementType, length, owner, null,
+                graph);
+    }
+
+    @Override
+    public GraphAllocations graphMemoryOf(DeviceBuffer buffer) {
+        return buffer.graphOwner();
     }
 }

@@ -86,6 +86,10 @@ final class StreamOrder implements Runnable {
         }
         long byteSize = length * type.byteSize();
         MemorySegment handle = stream.handle();
+        Devices.use(device.ordinal());
+        if (capturing(handle)) {
+            return allocateInCapture(stream, pool, type, length, byteSize);
+        }
         Lifetime streamLifetime = stream.lifetime();
         Lifetime poolLifetime = pool == null ? null : pool.lifetime();
         streamLifetime.retain();
@@ -95,8 +99,6 @@ final class StreamOrder implements Runnable {
                 poolLifetime.retain();
             }
             try {
-                Devices.use(device.ordinal());
-                refuseCapture(stream, handle, byteSize);
                 long address = pool == null ? MemoryPools.allocate(byteSize, handle)
                         : MemoryPools.allocate(pool.handle(), byteSize, handle);
                 StreamOrder order = new StreamOrder(device.ordinal(), address, handle, streamLifetime,
@@ -120,15 +122,26 @@ final class StreamOrder implements Runnable {
 
     /**
      * During capture {@code cudaMallocAsync} "results in the creation of an allocation node. In this
-     * case, the allocation is owned by the graph instead of the memory pool", and must be freed in
-     * graph order; this library does not model graph-owned memory, so it refuses.
+     * case, the allocation is owned by the graph instead of the memory pool": the buffer is a view
+     * of graph memory, whose {@code close()} during the capture adds the free node.
      */
-    private static void refuseCapture(CudaStream stream, MemorySegment handle, long byteSize) {
-        if (capturing(handle)) {
-            throw new IllegalStateException("cannot allocate " + byteSize + " bytes ordered on " + stream
-                    + " while it is capturing: cudaMallocAsync would add a memory-allocation node, owned by the "
-                    + "graph. Allocate before the capture begins; the graph then keeps the buffer alive");
+    private static DeviceBuffer allocateInCapture(CudaStream stream, MemoryPool pool, ElementType type, long length,
+            long byteSize) {
+        CaptureTracker.Capture<?> capture = CaptureTracker.of(stream.captureSlot());
+        if (capture == null) {
+            throw new IllegalStateException("cannot allocate " + byteSize + " bytes ordered on " + stream + " while it "
+                    + "is in a capture that cudagraph4j did not begin: begin it with StreamCapture.begin, whose graph "
+                    + "then owns the allocation");
         }
+        if (pool != null) {
+            throw new IllegalStateException("cannot allocate from " + pool + " while " + stream + " is capturing: "
+                    + "allocate with CudaStream.allocate, which adds an allocation node whose memory the graph owns");
+        }
+        long address = MemoryPools.allocate(byteSize, stream.handle());
+        DeviceBuffer buffer = DeviceBuffer.graphMemory(stream.device(), address, type, length, capture.allocations(),
+                stream, capture.toString());
+        capture.use(List.of(buffer.lifetime()));
+        return buffer;
     }
 
     /**

@@ -1608,6 +1608,42 @@ public class cudart_h extends cudart_h$shared {
     public static int cudaMemHandleTypeNone() {
         return cudaMemHandleTypeNone;
     }
+    private static final int cudaGraphMemAttrUsedMemCurrent = (int)0L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaGraphMemAttributeType.cudaGraphMemAttrUsedMemCurrent = 0
+     * }
+     */
+    public static int cudaGraphMemAttrUsedMemCurrent() {
+        return cudaGraphMemAttrUsedMemCurrent;
+    }
+    private static final int cudaGraphMemAttrUsedMemHigh = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaGraphMemAttributeType.cudaGraphMemAttrUsedMemHigh = 1
+     * }
+     */
+    public static int cudaGraphMemAttrUsedMemHigh() {
+        return cudaGraphMemAttrUsedMemHigh;
+    }
+    private static final int cudaGraphMemAttrReservedMemCurrent = (int)2L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaGraphMemAttributeType.cudaGraphMemAttrReservedMemCurrent = 2
+     * }
+     */
+    public static int cudaGraphMemAttrReservedMemCurrent() {
+        return cudaGraphMemAttrReservedMemCurrent;
+    }
+    private static final int cudaGraphMemAttrReservedMemHigh = (int)3L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaGraphMemAttributeType.cudaGraphMemAttrReservedMemHigh = 3
+     * }
+     */
+    public static int cudaGraphMemAttrReservedMemHigh() {
+        return cudaGraphMemAttrReservedMemHigh;
+    }
     /**
      * {@snippet lang=c :
      * typedef struct CUstream_st *cudaStream_t
@@ -6934,6 +6970,190 @@ public class cudart_h extends cudart_h$shared {
                 traceDowncall("cudaGraphEventWaitNodeGetEvent", node, event_out);
             }
             return (int)mh$.invokeExact(node, event_out);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaDeviceGraphMemTrim {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaDeviceGraphMemTrim").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaDeviceGraphMemTrim"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceGraphMemTrim(int device)
+     * }
+     */
+    public static FunctionDescriptor cudaDeviceGraphMemTrim$descriptor() {
+        return cudaDeviceGraphMemTrim.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceGraphMemTrim(int device)
+     * }
+     */
+    public static MethodHandle cudaDeviceGraphMemTrim$handle() {
+        return cudaDeviceGraphMemTrim.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceGraphMemTrim(int device)
+     * }
+     */
+    public static MemorySegment cudaDeviceGraphMemTrim$address() {
+        return cudaDeviceGraphMemTrim.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceGraphMemTrim(int device)
+     * }
+     */
+    public static int cudaDeviceGraphMemTrim(int device) {
+        var mh$ = cudaDeviceGraphMemTrim.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaDeviceGraphMemTrim", device);
+            }
+            return (int)mh$.invokeExact(device);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaDeviceGetGraphMemAttribute {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_INT,
+            cudart_h.C_INT,
+            cudart_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaDeviceGetGraphMemAttribute").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaDeviceGetGraphMemAttribute"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value)
+     * }
+     */
+    public static FunctionDescriptor cudaDeviceGetGraphMemAttribute$descriptor() {
+        return cudaDeviceGetGraphMemAttribute.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value)
+     * }
+     */
+    public static MethodHandle cudaDeviceGetGraphMemAttribute$handle() {
+        return cudaDeviceGetGraphMemAttribute.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value)
+     * }
+     */
+    public static MemorySegment cudaDeviceGetGraphMemAttribute$address() {
+        return cudaDeviceGetGraphMemAttribute.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value)
+     * }
+     */
+    public static int cudaDeviceGetGraphMemAttribute(int device, int attr, MemorySegment value) {
+        var mh$ = cudaDeviceGetGraphMemAttribute.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaDeviceGetGraphMemAttribute", device, attr, value);
+            }
+            return (int)mh$.invokeExact(device, attr, value);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaDeviceSetGraphMemAttribute {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_INT,
+            cudart_h.C_INT,
+            cudart_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaDeviceSetGraphMemAttribute").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaDeviceSetGraphMemAttribute"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value)
+     * }
+     */
+    public static FunctionDescriptor cudaDeviceSetGraphMemAttribute$descriptor() {
+        return cudaDeviceSetGraphMemAttribute.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value)
+     * }
+     */
+    public static MethodHandle cudaDeviceSetGraphMemAttribute$handle() {
+        return cudaDeviceSetGraphMemAttribute.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value)
+     * }
+     */
+    public static MemorySegment cudaDeviceSetGraphMemAttribute$address() {
+        return cudaDeviceSetGraphMemAttribute.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value)
+     * }
+     */
+    public static int cudaDeviceSetGraphMemAttribute(int device, int attr, MemorySegment value) {
+        var mh$ = cudaDeviceSetGraphMemAttribute.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaDeviceSetGraphMemAttribute", device, attr, value);
+            }
+            return (int)mh$.invokeExact(device, attr, value);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {

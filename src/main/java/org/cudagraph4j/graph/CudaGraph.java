@@ -24,9 +24,12 @@ import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaEvent;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.ElementType;
 import org.cudagraph4j.KernelArguments;
 import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.internal.Devices;
+import org.cudagraph4j.internal.GraphAllocations;
+import org.cudagraph4j.internal.GraphMemory;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.HeldResources;
 import org.cudagraph4j.internal.HostFunctions;
@@ -58,8 +61,10 @@ public final class CudaGraph implements AutoCloseable {
     private final List<CudaGraph> bodies = new CopyOnWriteArrayList<>();
     /** Whether a conditional node's body: the node owns the native graph, and close() does nothing. */
     private final boolean body;
-    /** CUDA allows one executable at a time of a graph with conditional nodes. */
-    private final AtomicBoolean conditionalExecAlive = new AtomicBoolean();
+    /** CUDA allows one executable at a time of a graph with conditional or memory nodes. */
+    private final AtomicBoolean singleExecAlive = new AtomicBoolean();
+    /** The memory this graph's own nodes allocate, which it owns. */
+    private final GraphAllocations allocations;
 
     /**
      * Takes ownership of {@code handle}, which is destroyed if this constructor fails.
@@ -68,17 +73,20 @@ public final class CudaGraph implements AutoCloseable {
      * @param kernelNodes what a capture's kernel nodes launch and use
      * @param held one use of each resource per captured node that uses it, already retained, which
      *     this graph releases when closed
+     * @param allocations the memory the graph's nodes allocate: a capture's, or none yet
      */
-    CudaGraph(MemorySegment handle, int device, KernelNodes kernelNodes, HeldResources held) {
+    CudaGraph(MemorySegment handle, int device, KernelNodes kernelNodes, HeldResources held,
+            GraphAllocations allocations) {
         this.handle = handle;
         this.device = device;
         this.held = held;
         this.kernelNodes = kernelNodes;
+        this.allocations = allocations;
         HeldResources release = held;
         List<CudaGraph> nested = bodies;
         this.body = false;
         this.lifetime = new Lifetime(LiveCounters.Kind.GRAPH, 0,
-                String.format("CudaGraph 0x%016X", handle.address()), () -> free(handle, release, nested));
+                String.format("CudaGraph 0x%016X", handle.address()), () -> free(handle, release, nested, allocations));
         lifetime.watch(this);
     }
 
@@ -88,6 +96,7 @@ public final class CudaGraph implements AutoCloseable {
         this.device = device;
         this.kernelNodes = KernelNodes.empty();
         this.held = new HeldResources();
+        this.allocations = new GraphAllocations();
         this.body = true;
         HeldResources release = held;
         List<CudaGraph> nested = bodies;
@@ -101,7 +110,8 @@ public final class CudaGraph implements AutoCloseable {
      * @return the new graph, which the caller closes
      */
     public static CudaGraph create() {
-        return new CudaGraph(Graphs.create(), Devices.current(), KernelNodes.empty(), new HeldResources());
+        return new CudaGraph(Graphs.create(), Devices.current(), KernelNodes.empty(), new HeldResources(),
+                new GraphAllocations());
     }
 
     /**
@@ -201,6 +211,8 @@ public final class CudaGraph implements AutoCloseable {
             throw new IllegalArgumentException("memcpy node: destination has " + destination.byteSize()
                     + " bytes but source has " + source.byteSize());
         }
+        requireUsableHere(destination);
+        requireUsableHere(source);
         return addNode(open(ROOT.bufferLifetime(destination), ROOT.bufferLifetime(source)),
                 () -> Graphs.addMemcpyNode(handle(), handles(dependencies), destination.address(), source.address(),
                         source.byteSize()));
@@ -217,6 +229,7 @@ public final class CudaGraph implements AutoCloseable {
      * @throws IllegalStateException if this graph or {@code destination} is closed
      */
     public GraphNode addMemset(DeviceBuffer destination, int byteValue, GraphNode... dependencies) {
+        requireUsableHere(destination);
         return addNode(open(ROOT.bufferLifetime(destination)), () -> Graphs.addMemsetNode(handle(),
                 handles(dependencies), destination.address(), byteValue, destination.byteSize()));
     }
@@ -295,6 +308,85 @@ public final class CudaGraph implements AutoCloseable {
     }
 
     /**
+     * Adds a memory allocation node ({@code cudaGraphAddNode} with {@code cudaMemAllocNodeParams}):
+     * at each launch it allocates {@code length} elements of this graph's device's memory, which the
+     * nodes that depend on it may use until a {@linkplain #addMemFree free node} frees it. The address
+     * is fixed when the node is added, and the same at every launch; the memory's contents do not
+     * survive from one launch to the next.
+     *
+     * <p>The graph owns the memory: the returned buffer is a view that only this graph's nodes may
+     * use ({@link #addKernel}, {@link #addMemcpy}, {@link #addMemset}), and the host may not copy or
+     * set it. This library instantiates a graph only if it frees every allocation it makes, so that no
+     * memory outlives a launch.
+     *
+     * @param type the element type
+     * @param length the number of elements; positive
+     * @param dependencies nodes of this graph that must complete first; none for a root node
+     * @return the node, and a view of the memory it allocates
+     * @throws IllegalArgumentException if {@code length} is not positive or too large, or a dependency
+     *     belongs to another graph
+     * @throws IllegalStateException if this graph is closed, or is a conditional node's body, where CUDA
+     *     allows no memory nodes
+     * @throws org.cudagraph4j.CudaException naming {@code cudaErrorMemoryAllocation} if the device cannot
+     *     reserve the address range
+     */
+    public GraphAllocation addMemAlloc(ElementType type, long length, GraphNode... dependencies) {
+        Objects.requireNonNull(type, "type");
+        if (length <= 0) {
+            throw new IllegalArgumentException("length must be positive, got " + length);
+        }
+        if (length > Long.MAX_VALUE / type.byteSize()) {
+            throw new IllegalArgumentException(length + " x " + type + " is more than " + Long.MAX_VALUE + " bytes");
+        }
+        ensureAllowedHere(GraphNodeType.MEM_ALLOC);
+        List<MemorySegment> after = handles(dependencies);
+        useDevice();
+        GraphMemory.Allocation allocation = GraphMemory.addAllocation(handle(), after, device,
+                length * type.byteSize());
+        DeviceBuffer buffer = ROOT.graphMemoryBuffer(device, allocation.address(), type, length, allocations,
+                toString());
+        held.hold(List.of(ROOT.bufferLifetime(buffer)));
+        return new GraphAllocation(new GraphNode(this, allocation.node(), null), buffer);
+    }
+
+    /**
+     * Adds a memory free node ({@code cudaGraphAddNode} with {@code cudaMemFreeNodeParams}): it frees
+     * an allocation of this graph's once its dependencies, which should include every node that uses
+     * the memory, have completed.
+     *
+     * @param allocation the buffer an allocation node of this graph returned, or that a capture
+     *     into this graph allocated and did not free
+     * @param dependencies nodes of this graph that must complete first
+     * @return the new node
+     * @throws IllegalArgumentException if {@code allocation} is not graph memory of this graph, is a
+     *     slice, is already freed in the graph, or a dependency belongs to another graph
+     * @throws IllegalStateException if this graph is closed, or is a conditional node's body
+     */
+    public GraphNode addMemFree(DeviceBuffer allocation, GraphNode... dependencies) {
+        Objects.requireNonNull(allocation, "allocation");
+        if (ROOT.graphMemoryOf(allocation) != allocations) {
+            throw new IllegalArgumentException(allocation + " is not memory this graph allocates: a free node frees "
+                    + "only the graph's own allocations");
+        }
+        if (!allocation.isAllocation()) {
+            throw new IllegalArgumentException(allocation + " is a slice: free the whole allocation");
+        }
+        ensureAllowedHere(GraphNodeType.MEM_FREE);
+        List<MemorySegment> after = handles(dependencies);
+        long address = allocation.handle().address();
+        allocations.freed(address, allocation.toString());
+        useDevice();
+        MemorySegment node;
+        try {
+            node = GraphMemory.addFree(handle(), after, address);
+        } catch (RuntimeException e) {
+            allocations.freeFailed(address);
+            throw e;
+        }
+        return new GraphNode(this, node, null);
+    }
+
+    /**
      * Adds a copy of {@code child} as one node; later changes to {@code child} do not affect it.
      *
      * @param child the graph to copy; what its nodes use is kept alive for the copy
@@ -307,6 +399,10 @@ public final class CudaGraph implements AutoCloseable {
      */
     public GraphNode addChildGraph(CudaGraph child, GraphNode... dependencies) {
         Objects.requireNonNull(child, "child");
+        if (child.allocations.any()) {
+            throw new IllegalArgumentException(child + " holds memory nodes, and CUDA does not allow a graph with "
+                    + "memory allocation or free nodes as a child graph");
+        }
         if (!child.conditionals.isEmpty()) {
             throw new IllegalArgumentException(child + " holds a conditional node, and CUDA does not allow a graph "
                     + "with conditional nodes as a child graph");
@@ -682,7 +778,19 @@ public final class CudaGraph implements AutoCloseable {
     Graphs.KernelParams kernelParams(KernelLaunch params, KernelArguments arguments) {
         return new Graphs.KernelParams(params.kernel().handle(), params.grid().x(), params.grid().y(),
                 params.grid().z(), params.block().x(), params.block().y(), params.block().z(),
-                params.sharedMemBytes(), ROOT.argumentPointers(arguments, device));
+                params.sharedMemBytes(), ROOT.argumentPointers(arguments, device, allocations));
+    }
+
+    /**
+     * Refuses graph memory of another graph: outside its own graph it is not mapped.
+     *
+     * @throws IllegalArgumentException if {@code buffer} is another graph's memory
+     */
+    private void requireUsableHere(DeviceBuffer buffer) {
+        GraphAllocations owner = ROOT.graphMemoryOf(buffer);
+        if (owner != null && owner != allocations) {
+            throw new IllegalArgumentException(buffer + " exists only inside its own graph, not in " + this);
+        }
     }
 
     /** {@code params}' arguments, checked, for one use on this thread. */
@@ -744,16 +852,22 @@ public final class CudaGraph implements AutoCloseable {
                     + "holds the node");
         }
         ensureOpen();
-        boolean conditional = !conditionals.isEmpty();
-        if (conditional && !conditionalExecAlive.compareAndSet(false, true)) {
-            throw new IllegalStateException(this + " holds conditional nodes, and CUDA allows one executable of such a "
-                    + "graph at a time: close the other one first");
+        List<String> unfreed = allocations.unfreed();
+        if (!unfreed.isEmpty()) {
+            throw new IllegalStateException(this + " allocates memory it never frees: " + String.join(", ", unfreed)
+                    + ". This library lets a graph own its memory only whole, so that none outlives a launch: add a "
+                    + "free node (addMemFree), or close the buffer before its capture ends");
+        }
+        boolean single = !conditionals.isEmpty() || allocations.any();
+        if (single && !singleExecAlive.compareAndSet(false, true)) {
+            throw new IllegalStateException(this + " holds " + (conditionals.isEmpty() ? "memory" : "conditional")
+                    + " nodes, and CUDA allows one executable of such a graph at a time: close the other one first");
         }
         try {
             return instantiateChecked(uploadStream, flags);
         } catch (RuntimeException | Error e) {
-            if (conditional) {
-                conditionalExecAlive.set(false);
+            if (single) {
+                singleExecAlive.set(false);
             }
             throw e;
         }
@@ -761,7 +875,7 @@ public final class CudaGraph implements AutoCloseable {
 
     /** An executable made from this graph was freed. */
     void executableFreed() {
-        conditionalExecAlive.set(false);
+        singleExecAlive.set(false);
     }
 
     private GraphExec instantiateChecked(MemorySegment uploadStream, InstantiateFlag... flags) {
@@ -859,10 +973,12 @@ public final class CudaGraph implements AutoCloseable {
         return handles;
     }
 
-    private static void free(MemorySegment handle, HeldResources held, List<CudaGraph> bodies) {
+    private static void free(MemorySegment handle, HeldResources held, List<CudaGraph> bodies,
+            GraphAllocations allocations) {
         try {
             Graphs.destroy(handle);
         } finally {
+            allocations.closeViews();
             closeBodies(bodies, held);
         }
     }

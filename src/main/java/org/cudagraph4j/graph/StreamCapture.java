@@ -201,9 +201,10 @@ public final class StreamCapture implements AutoCloseable {
         CudaGraph captured;
         try {
             captured = new CudaGraph(graph, stream.device().ordinal(), KernelNodes.captured(capture.kernelNodes()),
-                    held);
+                    held, capture.allocations());
         } catch (RuntimeException e) {
             held.dropAll();
+            capture.allocations().closeViews();
             Graphs.destroy(graph);
             discardConditionals();
             throw e;

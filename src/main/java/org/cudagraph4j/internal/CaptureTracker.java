@@ -55,6 +55,8 @@ public final class CaptureTracker {
         /** The slots of the streams that record into this capture; guarded by {@code this}. */
         private final List<Slot> slots = new ArrayList<>(2);
         private final Class<L> launchType;
+        /** What the capture allocates on its streams ({@code cudaMallocAsync}), which its graph owns. */
+        private final GraphAllocations allocations = new GraphAllocations();
         private boolean ended;
         private boolean handedOver;
 
@@ -103,10 +105,16 @@ public final class CaptureTracker {
             return held;
         }
 
-        /** Lets go of everything the capture held, unless its graph took it over. */
+        /** The memory this capture allocates, which the graph made from it takes over with {@link #handOver()}. */
+        public GraphAllocations allocations() {
+            return allocations;
+        }
+
+        /** Lets go of everything the capture held, and closes its allocations' buffers, unless its graph took them over. */
         public synchronized void releaseAll() {
             if (!handedOver) {
                 held.dropAll();
+                allocations.closeViews();
             }
         }
 

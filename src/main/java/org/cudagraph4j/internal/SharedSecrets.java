@@ -62,9 +62,22 @@ public final class SharedSecrets {
 
         /**
          * The {@code void*[]} of {@code arguments} for a kernel that runs on device {@code launchDevice},
-         * after checking that the device can reach every buffer among them.
+         * after checking that the device can reach every buffer among them, and that graph memory
+         * among them is {@code graphMemory}'s.
          */
-        MemorySegment argumentPointers(A arguments, int launchDevice);
+        MemorySegment argumentPointers(A arguments, int launchDevice, GraphAllocations graphMemory);
+
+        /**
+         * A view of graph memory at {@code address}, which the graph that holds {@code owner}
+         * allocates at each launch and owns.
+         *
+         * @param elementType the root's {@code ElementType}, which this package cannot name
+         */
+        B graphMemoryBuffer(int device, long address, Object elementType, long length, GraphAllocations owner,
+                String graph);
+
+        /** {@return the graph memory {@code buffer} lies in, or {@code null} if it is not graph memory} */
+        GraphAllocations graphMemoryOf(B buffer);
     }
 
     public static void register(RootAccess<?, ?, ?, ?, ?, ?> access) {

@@ -1,16 +1,22 @@
 package org.cudagraph4j.compile;
 
+import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.cudagraph4j.Cuda;
 import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaKernel;
 import org.cudagraph4j.CudaLibrary;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.Dim3;
+import org.cudagraph4j.ElementType;
 import org.cudagraph4j.GpuTest;
 import org.cudagraph4j.LaunchConfig;
+import org.cudagraph4j.PinnedBuffer;
 import org.cudagraph4j.TestData;
 import org.cudagraph4j.graph.CaptureMode;
 import org.cudagraph4j.graph.CudaGraph;
@@ -55,6 +61,51 @@ class ProgramGpuTest {
                 stream.synchronize();
             }
             assertScaled(x, 3.0f * 0.5f * 0.25f * 0.5f * 0.25f, dx.toFloatArray());
+        }
+    }
+
+    @Test
+    void aCompiledKernelRunsInOneGraphWithGraphMemoryAndAHostCallbackAtEveryLaunch() {
+        CudaDevice device = TestData.device();
+        CompiledProgram cubin = Program.of("scale.cu", """
+                template <typename T>
+                __global__ void scale(const T* x, T* y, T factor, int n) {
+                    int i = blockIdx.x * blockDim.x + threadIdx.x;
+                    if (i < n) y[i] = factor * x[i];
+                }
+                """).withNameExpression("scale<float>").compile(ProgramOptions.defaults(), CompileTarget.CUBIN);
+        List<float[]> seenByCallback = new CopyOnWriteArrayList<>();
+        try (CudaLibrary library = cubin.load();
+                CudaStream stream = device.createStream();
+                DeviceBuffer dx = device.allocateFloats(N);
+                DeviceBuffer dy = device.allocateFloats(N);
+                PinnedBuffer pinned = Cuda.allocatePinned((long) N * Float.BYTES)) {
+            CudaKernel scale = library.kernel(cubin.loweredName("scale<float>"));
+            LaunchConfig shape = LaunchConfig.of(Dim3.of((N + 255) / 256), Dim3.of(256), stream);
+            CudaGraph graph;
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
+                DeviceBuffer scratch = stream.allocate(ElementType.FLOAT32, N);
+                scale.launch(shape, dx, scratch, 3.0f, N);
+                scale.launch(shape, scratch, dy, 0.5f, N);
+                scratch.close();
+                dy.copyToAsync(pinned.segment(), stream);
+                stream.launchHostFunction(() -> seenByCallback.add(pinned.segment().toArray(JAVA_FLOAT)));
+                graph = capture.end();
+            }
+            try (graph; GraphExec exec = graph.instantiate()) {
+                for (int launch = 0; launch < 3; launch++) {
+                    float[] x = TestData.randomFloats(N, TestData.newSeed());
+                    dx.copyFrom(x);
+                    dy.copyFrom(TestData.nans(N));
+                    exec.launch(stream);
+                    stream.synchronize();
+                    assertEquals(launch + 1, seenByCallback.size());
+                    for (int i = 0; i < N; i++) {
+                        float expected = (x[i] * 3.0f) * 0.5f;
+                        assertEquals(expected, seenByCallback.get(launch)[i], 0.0f, "launch " + launch + ", element " + i);
+                    }
+                }
+            }
         }
     }
 

@@ -1,0 +1,238 @@
+package org.cudagraph4j.graph;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import org.cudagraph4j.CudaDevice;
+import org.cudagraph4j.CudaKernel;
+import org.cudagraph4j.CudaLibrary;
+import org.cudagraph4j.CudaStream;
+import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.Dim3;
+import org.cudagraph4j.ElementType;
+import org.cudagraph4j.GpuTest;
+import org.cudagraph4j.KernelLaunch;
+import org.cudagraph4j.LaunchConfig;
+import org.cudagraph4j.LiveResources;
+import org.cudagraph4j.Cuda;
+import org.cudagraph4j.MemoryPool;
+import org.cudagraph4j.TestData;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Graph memory: allocation and free nodes, built and captured. The graph owns the memory, which
+ * its nodes use in graph order (fresh random inputs at every launch come out transformed through
+ * it); the host and other graphs cannot touch it; a graph that does not free what it allocates is
+ * not instantiated; and everything is let go with the graph (the leak check counts the views).
+ */
+@GpuTest
+class GraphMemoryGpuTest {
+    private static final int N = 4099;
+    private static CudaLibrary kernels;
+
+    @BeforeAll
+    static void load() {
+        kernels = TestData.testKernels();
+    }
+
+    @AfterAll
+    static void unload() {
+        kernels.close();
+    }
+
+    /** {@code 2 x + x}, computed as the kernel does: one rounding of a fused multiply-add. */
+    private static float[] tripled(float[] x) {
+        float[] expected = new float[x.length];
+        for (int i = 0; i < x.length; i++) {
+            expected[i] = (float) Math.fma(2.0, x[i], x[i]);
+        }
+        return expected;
+    }
+
+    private static void assertTripled(float[] x, float[] actual) {
+        float[] expected = tripled(x);
+        for (int i = 0; i < x.length; i++) {
+            assertEquals(expected[i], actual[i], Math.ulp(expected[i]), "element " + i);
+        }
+    }
+
+    @Test
+    void aBuiltGraphAllocatesUsesAndFreesScratchMemoryAtEveryLaunch() {
+        CudaDevice device = TestData.device();
+        device.makeCurrent();
+        LiveResources before = Cuda.liveResources();
+        CudaKernel saxpy = kernels.kernel("saxpy");
+        try (CudaStream stream = device.createStream(); DeviceBuffer x = device.allocateFloats(N);
+                DeviceBuffer out = device.allocateFloats(N)) {
+            GraphExec exec;
+            try (CudaGraph graph = CudaGraph.create()) {
+                GraphAllocation scratch = graph.addMemAlloc(ElementType.FLOAT32, N);
+                assertTrue(scratch.buffer().isGraphMemory());
+                assertEquals(GraphNodeType.MEM_ALLOC, scratch.node().type());
+                GraphNode in = graph.addMemcpy(scratch.buffer(), x, scratch.node());
+                GraphNode twice = graph.addKernel(new KernelLaunch(saxpy, Dim3.of((N + 255) / 256), Dim3.of(256), 0,
+                        List.of(N, 2.0f, x, scratch.buffer())), in);
+                GraphNode back = graph.addMemcpy(out, scratch.buffer(), twice);
+                GraphNode free = graph.addMemFree(scratch.buffer(), back);
+                assertEquals(GraphNodeType.MEM_FREE, free.type());
+                exec = graph.instantiate();
+            }
+            try (exec) {
+                for (int launch = 0; launch < 3; launch++) {
+                    float[] values = TestData.randomFloats(N, TestData.newSeed());
+                    x.copyFrom(values);
+                    out.copyFrom(TestData.nans(N));
+                    exec.launch(stream);
+                    stream.synchronize();
+                    assertTripled(values, out.toFloatArray());
+                }
+                CudaDevice.GraphMemoryUsage held = device.graphMemoryUsage();
+                assertTrue(held.reservedBytes() >= (long) N * Float.BYTES, held.toString());
+                assertTrue(held.usedHighBytes() >= (long) N * Float.BYTES, held.toString());
+            }
+        }
+        device.trimGraphMemory();
+        device.resetGraphMemoryHighWaterMarks();
+        CudaDevice.GraphMemoryUsage after = device.graphMemoryUsage();
+        assertEquals(0, after.usedBytes(), after.toString());
+        assertEquals(0, after.reservedBytes(), "trimmed once no executable holds graph memory: " + after);
+        assertEquals(before, Cuda.liveResources(), "the scratch view went with its graph and executable");
+    }
+
+    @Test
+    void graphMemoryIsRefusedToTheHostEagerWorkAndOtherGraphs() {
+        CudaDevice device = TestData.device();
+        device.makeCurrent();
+        try (CudaStream stream = device.createStream(); DeviceBuffer plain = device.allocateFloats(N);
+                CudaGraph graph = CudaGraph.create(); CudaGraph other = CudaGraph.create()) {
+            DeviceBuffer scratch = graph.addMemAlloc(ElementType.FLOAT32, N).buffer();
+            IllegalStateException host = assertThrows(IllegalStateException.class, scratch::toFloatArray);
+            assertTrue(host.getMessage().contains("exists only while its graph runs, between its allocation and free "
+                    + "nodes, so the host cannot copy or set it"), host.getMessage());
+            assertThrows(IllegalStateException.class, () -> scratch.memset(0));
+            assertThrows(IllegalStateException.class, () -> plain.copyFrom(scratch));
+            IllegalStateException eager = assertThrows(IllegalStateException.class,
+                    () -> scratch.memsetAsync(0, stream));
+            assertTrue(eager.getMessage().contains("is not capturing"), eager.getMessage());
+            IllegalStateException launch = assertThrows(IllegalStateException.class, () -> kernels.kernel("saxpy")
+                    .launch(LaunchConfig.of(Dim3.of(1), Dim3.of(32), stream), N, 1.0f, plain, scratch));
+            assertTrue(launch.getMessage().contains("argument 3: " + scratch + " exists only inside its own graph"),
+                    launch.getMessage());
+            IllegalArgumentException foreign = assertThrows(IllegalArgumentException.class,
+                    () -> other.addMemset(scratch, 0));
+            assertTrue(foreign.getMessage().contains("exists only inside its own graph, not in " + other),
+                    foreign.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> other.addMemFree(scratch));
+            IllegalArgumentException notGraphMemory = assertThrows(IllegalArgumentException.class,
+                    () -> graph.addMemFree(plain));
+            assertTrue(notGraphMemory.getMessage().contains("is not memory this graph allocates"));
+            IllegalArgumentException slice = assertThrows(IllegalArgumentException.class,
+                    () -> graph.addMemFree(scratch.slice(0, 8)));
+            assertTrue(slice.getMessage().contains("is a slice"), slice.getMessage());
+            IllegalArgumentException child = assertThrows(IllegalArgumentException.class,
+                    () -> other.addChildGraph(graph));
+            assertTrue(child.getMessage().contains("holds memory nodes"), child.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> graph.addMemAlloc(ElementType.FLOAT32, 0));
+        }
+    }
+
+    @Test
+    void aGraphThatDoesNotFreeWhatItAllocatesIsNotInstantiatedAndIsOneExecutableAtATime() {
+        CudaDevice device = TestData.device();
+        device.makeCurrent();
+        try (CudaGraph graph = CudaGraph.create()) {
+            GraphAllocation scratch = graph.addMemAlloc(ElementType.INT32, 64);
+            GraphNode set = graph.addMemset(scratch.buffer(), 0, scratch.node());
+            IllegalStateException unfreed = assertThrows(IllegalStateException.class, graph::instantiate);
+            assertTrue(unfreed.getMessage().contains("allocates memory it never frees: " + scratch.buffer()),
+                    unfreed.getMessage());
+            graph.addMemFree(scratch.buffer(), set);
+            IllegalArgumentException twice = assertThrows(IllegalArgumentException.class,
+                    () -> graph.addMemFree(scratch.buffer()));
+            assertTrue(twice.getMessage().contains("is already freed in this graph"), twice.getMessage());
+            try (GraphExec exec = graph.instantiate()) {
+                IllegalStateException second = assertThrows(IllegalStateException.class, graph::instantiate);
+                assertTrue(second.getMessage().contains("holds memory nodes, and CUDA allows one executable"),
+                        second.getMessage());
+            }
+            graph.instantiate().close();
+        }
+    }
+
+    @Test
+    void allocatingOnACapturingStreamAddsAnAllocationNodeAndClosingItAFreeNode() {
+        CudaDevice device = TestData.device();
+        LiveResources before = Cuda.liveResources();
+        CudaKernel saxpy = kernels.kernel("saxpy");
+        try (CudaStream stream = device.createStream(); DeviceBuffer x = device.allocateFloats(N);
+                DeviceBuffer out = device.allocateFloats(N)) {
+            CudaGraph graph;
+            DeviceBuffer scratch;
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
+                scratch = stream.allocate(ElementType.FLOAT32, N);
+                assertTrue(scratch.isGraphMemory());
+                scratch.copyFromAsync(x, stream);
+                saxpy.launch(LaunchConfig.of(Dim3.of((N + 255) / 256), Dim3.of(256), stream), N, 2.0f, x, scratch);
+                out.copyFromAsync(scratch, stream);
+                scratch.close();
+                IllegalStateException afterFree = assertThrows(IllegalStateException.class,
+                        () -> out.copyFromAsync(scratch, stream));
+                assertTrue(afterFree.getMessage().contains("closed"), afterFree.getMessage());
+                graph = capture.end();
+            }
+            try (graph) {
+                List<GraphNodeType> types = graph.topologicalOrder().stream().map(GraphNode::type).toList();
+                assertEquals(List.of(GraphNodeType.MEM_ALLOC, GraphNodeType.MEMCPY, GraphNodeType.KERNEL,
+                        GraphNodeType.MEMCPY, GraphNodeType.MEM_FREE), types);
+                try (GraphExec exec = graph.instantiate()) {
+                    for (int launch = 0; launch < 3; launch++) {
+                        float[] values = TestData.randomFloats(N, TestData.newSeed());
+                        x.copyFrom(values);
+                        out.copyFrom(TestData.nans(N));
+                        exec.launch(stream);
+                        stream.synchronize();
+                        assertTripled(values, out.toFloatArray());
+                    }
+                }
+            }
+        }
+        assertEquals(before, Cuda.liveResources());
+    }
+
+    @Test
+    void aCapturedAllocationLeftOpenIsFreedByANodeAddedLaterOrRefusedAtInstantiation() {
+        CudaDevice device = TestData.device();
+        LiveResources before = Cuda.liveResources();
+        try (CudaStream stream = device.createStream(); MemoryPool pool = device.createMemoryPool(
+                MemoryPool.Options.defaults())) {
+            CudaGraph graph;
+            DeviceBuffer scratch;
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
+                scratch = stream.allocate(ElementType.FLOAT32, 256);
+                scratch.memsetAsync(0, stream);
+                IllegalStateException fromPool = assertThrows(IllegalStateException.class,
+                        () -> pool.allocate(stream, ElementType.FLOAT32, 16));
+                assertTrue(fromPool.getMessage().contains("allocate with CudaStream.allocate"), fromPool.getMessage());
+                graph = capture.end();
+            }
+            try (graph) {
+                IllegalStateException unfreed = assertThrows(IllegalStateException.class, graph::instantiate);
+                assertTrue(unfreed.getMessage().contains(scratch.toString()), unfreed.getMessage());
+                List<GraphNode> nodes = graph.topologicalOrder();
+                graph.addMemFree(scratch, nodes.get(nodes.size() - 1));
+                try (GraphExec exec = graph.instantiate()) {
+                    exec.launch(stream);
+                    stream.synchronize();
+                }
+            }
+            try (StreamCapture discarded = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
+                stream.allocate(ElementType.FLOAT32, 256).memsetAsync(1, stream);
+            }
+        }
+        assertEquals(before, Cuda.liveResources(), "a discarded capture's allocation goes with it");
+    }
+}
