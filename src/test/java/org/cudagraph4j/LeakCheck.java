@@ -19,6 +19,11 @@ public final class LeakCheck implements BeforeEachCallback, AfterEachCallback {
         context.getStore(NAMESPACE).put("before", Cuda.liveResources());
     }
 
+    /** Whether LeakCheck has counted the live resources before the test that {@code context} runs. */
+    static boolean counted(ExtensionContext context) {
+        return context.getStore(NAMESPACE).get("before", LiveResources.class) != null;
+    }
+
     @Override
     public void afterEach(ExtensionContext context) {
         LiveResources before = context.getStore(NAMESPACE).get("before", LiveResources.class);

@@ -16,11 +16,10 @@ import org.cudagraph4j.graph.CudaGraph;
 import org.cudagraph4j.graph.GraphExec;
 import org.cudagraph4j.graph.GraphNode;
 import org.cudagraph4j.graph.StreamCapture;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.RepeatedTest;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Regression tests for the reliability defects found on the H200: each one failed before its fix.
@@ -30,29 +29,11 @@ import org.junit.jupiter.api.Test;
 class ReliabilityTest {
     private static final long GIB = 1L << 30;
 
-    private CudaDevice device;
-    private CudaLibrary library;
-    private CudaStream stream;
-    private CudaKernel writePattern;
-    private CudaKernel saxpy;
-
-    @BeforeEach
-    void setUp() {
-        device = TestData.device();
-        library = TestData.testKernels();
-        stream = device.createStream();
-        writePattern = library.kernel("write_pattern");
-        saxpy = library.kernel("saxpy");
-    }
-
-    @AfterEach
-    void tearDown() {
-        stream.close();
-        library.close();
-    }
+    @RegisterExtension
+    final GpuFixture gpu = new GpuFixture();
 
     private LaunchConfig config(int n) {
-        return LaunchConfig.of(Dim3.of(Math.min((n + 255) / 256, 1024)), Dim3.of(256), stream);
+        return LaunchConfig.of(Dim3.of(Math.min((n + 255) / 256, 1024)), Dim3.of(256), gpu.stream());
     }
 
     // Defect 2: use-after-free through prepared arguments.
@@ -60,17 +41,17 @@ class ReliabilityTest {
     @Test
     void preparedArgumentsRefuseABufferClosedAfterTheyWereMade() {
         int n = 1 << 20;
-        DeviceBuffer closed = device.allocateFloats(n);
-        try (KernelArguments arguments = writePattern.arguments(closed, n, 1f, 2f)) {
+        DeviceBuffer closed = gpu.device().allocateFloats(n);
+        try (KernelArguments arguments = gpu.writePattern().arguments(closed, n, 1f, 2f)) {
             closed.close();
             // Same size, allocated right after the free: the allocator tends to hand back the same address.
-            try (DeviceBuffer live = device.allocateFloats(n)) {
+            try (DeviceBuffer live = gpu.device().allocateFloats(n)) {
                 live.memset(0xFF);
                 IllegalStateException refused = assertThrows(IllegalStateException.class,
-                        () -> writePattern.launch(config(n), arguments));
+                        () -> gpu.writePattern().launch(config(n), arguments));
                 assertEquals("kernel write_pattern, argument 0: " + closed + " is closed; a launch must not touch"
                         + " freed memory", refused.getMessage());
-                stream.synchronize();
+                gpu.stream().synchronize();
                 for (float value : live.toFloatArray()) {
                     assertTrue(Float.isNaN(value), "the refused launch wrote into a live buffer");
                 }
@@ -80,11 +61,11 @@ class ReliabilityTest {
 
     @Test
     void aRefusedOneShotLaunchLeaksNoArgumentMemory() {
-        DeviceBuffer closed = device.allocateFloats(64);
+        DeviceBuffer closed = gpu.device().allocateFloats(64);
         closed.close();
         long before = Cuda.liveResources().kernelArguments();
         for (int i = 0; i < 1000; i++) {
-            assertThrows(IllegalStateException.class, () -> writePattern.launch(config(64), closed, 64, 1f, 0f));
+            assertThrows(IllegalStateException.class, () -> gpu.writePattern().launch(config(64), closed, 64, 1f, 0f));
         }
         assertEquals(before, Cuda.liveResources().kernelArguments());
         assertFalse(KernelArguments.threadScratchTaken(), "each refused launch gave its thread's block back");
@@ -92,11 +73,11 @@ class ReliabilityTest {
 
     @Test
     void aGraphNodeCannotBeBuiltFromAClosedBuffer() {
-        DeviceBuffer closed = device.allocateFloats(64);
+        DeviceBuffer closed = gpu.device().allocateFloats(64);
         closed.close();
         try (CudaGraph graph = CudaGraph.create()) {
             IllegalStateException refused = assertThrows(IllegalStateException.class, () -> graph.addKernel(
-                    KernelLaunch.of(writePattern, Dim3.of(1), Dim3.of(64), 0, closed, 64, 1f, 0f)));
+                    KernelLaunch.of(gpu.writePattern(), Dim3.of(1), Dim3.of(64), 0, closed, 64, 1f, 0f)));
             assertEquals(closed + " is closed", refused.getMessage());
             assertEquals(0, graph.nodes().size());
         }
@@ -108,13 +89,13 @@ class ReliabilityTest {
     void instantiatingAGraphWhoseBufferAndLibraryWereClosedWorks() {
         int n = 10_007;
         CudaLibrary own = TestData.testKernels();
-        DeviceBuffer scratch = device.allocateFloats(n);
+        DeviceBuffer scratch = gpu.device().allocateFloats(n);
         scratch.memset(0xFF); // for initcheck, which checks the captured copy's source at launch
         CudaGraph graph;
-        try (DeviceBuffer out = device.allocateFloats(n)) {
-            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
+        try (DeviceBuffer out = gpu.device().allocateFloats(n)) {
+            try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
                 own.kernel("write_pattern").launch(config(n), scratch, n, 0.5f, 3f);
-                out.copyFromAsync(scratch, stream);
+                out.copyFromAsync(scratch, gpu.stream());
                 graph = capture.end();
             }
             own.close();
@@ -123,8 +104,8 @@ class ReliabilityTest {
             try (graph; GraphExec exec = graph.instantiate()) {
                 assertEquals(execsBefore + 1, Cuda.liveResources().graphExecs());
                 out.memset(0xFF);
-                exec.launch(stream);
-                stream.synchronize();
+                exec.launch(gpu.stream());
+                gpu.stream().synchronize();
                 float[] result = out.toFloatArray();
                 for (int i = 0; i < n; i++) {
                     assertEquals(i * 0.5f + 3f, result[i], "element " + i);
@@ -136,17 +117,17 @@ class ReliabilityTest {
     @Test
     void updatingFromAGraphWhoseBufferWasClosedKeepsThatBufferAlive() {
         int n = 4096;
-        try (DeviceBuffer out = device.allocateFloats(n);
-                CudaGraph first = writeThenCopy(writePattern, device.allocateFloats(n), out, n, 1f, true);
+        try (DeviceBuffer out = gpu.device().allocateFloats(n);
+                CudaGraph first = writeThenCopy(gpu.writePattern(), gpu.device().allocateFloats(n), out, n, 1f, true);
                 GraphExec exec = first.instantiate()) {
-            DeviceBuffer second = device.allocateFloats(n);
-            try (CudaGraph next = writeThenCopy(writePattern, second, out, n, 2f, false)) {
+            DeviceBuffer second = gpu.device().allocateFloats(n);
+            try (CudaGraph next = writeThenCopy(gpu.writePattern(), second, out, n, 2f, false)) {
                 second.close();
                 exec.update(next);
             }
             out.memset(0xFF);
-            exec.launch(stream);
-            stream.synchronize();
+            exec.launch(gpu.stream());
+            gpu.stream().synchronize();
             assertEquals(2f * (n - 1), out.toFloatArray()[n - 1], "the executable still reads the updated buffer");
         }
     }
@@ -181,13 +162,13 @@ class ReliabilityTest {
     private void updateNodeByNodeAndCheckWhatIsHeld(boolean captured) {
         long floats = GIB / Float.BYTES;
         LiveResources start = Cuda.liveResources();
-        DeviceBuffer current = device.allocateFloats(floats);
-        KernelLaunch first = KernelLaunch.of(writePattern, Dim3.of(1024), Dim3.of(256), 0, current, (int) floats, 1f,
-                0f);
+        DeviceBuffer current = gpu.device().allocateFloats(floats);
+        KernelLaunch first = KernelLaunch.of(gpu.writePattern(), Dim3.of(1024), Dim3.of(256), 0, current,
+                (int) floats, 1f, 0f);
         CudaGraph built;
         if (captured) {
-            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
-                first.launch(stream);
+            try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
+                first.launch(gpu.stream());
                 built = capture.end();
             }
         } else {
@@ -199,7 +180,7 @@ class ReliabilityTest {
             assertEquals(first, node.kernelParams().orElseThrow());
             try (GraphExec exec = graph.instantiate()) {
                 for (int update = 1; update <= 6; update++) {
-                    DeviceBuffer next = device.allocateFloats(floats);
+                    DeviceBuffer next = gpu.device().allocateFloats(floats);
                     exec.updateKernelNode(node, node.kernelParams().orElseThrow().withArguments(next, (int) floats,
                             (float) update, 0f));
                     current.close();
@@ -208,8 +189,8 @@ class ReliabilityTest {
                     assertEquals(start.deviceBytes() + 2 * GIB, Cuda.liveResources().deviceBytes(),
                             "after update " + update);
                 }
-                exec.launch(stream);
-                stream.synchronize();
+                exec.launch(gpu.stream());
+                gpu.stream().synchronize();
                 float[] tail = new float[4];
                 current.slice(floats - 4, 4).copyTo(tail);
                 assertEquals(6f * (floats - 1), tail[3]);
@@ -225,16 +206,16 @@ class ReliabilityTest {
         long floats = GIB / Float.BYTES;
         int n = (int) Math.min(floats, Integer.MAX_VALUE);
         LiveResources start = Cuda.liveResources();
-        try (DeviceBuffer out = device.allocateFloats(4)) {
+        try (DeviceBuffer out = gpu.device().allocateFloats(4)) {
             GraphExec exec = null;
             try {
                 for (int update = 0; update < 6; update++) {
-                    DeviceBuffer scratch = device.allocateFloats(floats);
+                    DeviceBuffer scratch = gpu.device().allocateFloats(floats);
                     // Poisoned, so that 15f below comes from the kernel; and initcheck checks the
                     // memcpy node's source at launch, before the kernel node upstream has run.
                     scratch.memset(0xFF);
                     try (CudaGraph graph = CudaGraph.create()) {
-                        GraphNode write = graph.addKernel(KernelLaunch.of(writePattern, Dim3.of(1024),
+                        GraphNode write = graph.addKernel(KernelLaunch.of(gpu.writePattern(), Dim3.of(1024),
                                 Dim3.of(256), 0, scratch, n, (float) update, 0f));
                         graph.addMemcpy(out, scratch.slice(0, 4), write);
                         scratch.close();
@@ -247,8 +228,8 @@ class ReliabilityTest {
                     assertEquals(start.deviceBytes() + out.byteSize() + GIB, Cuda.liveResources().deviceBytes(),
                             "after update " + update);
                 }
-                exec.launch(stream);
-                stream.synchronize();
+                exec.launch(gpu.stream());
+                gpu.stream().synchronize();
                 assertEquals(15f, out.toFloatArray()[3]);
             } finally {
                 if (exec != null) {
@@ -261,20 +242,20 @@ class ReliabilityTest {
     @Test
     void anExecutableCannotBeLaunchedIntoACaptureButItsGraphCanBeNestedAndIsKeptAlive() {
         int n = 10_007;
-        try (DeviceBuffer out = device.allocateFloats(n)) {
+        try (DeviceBuffer out = gpu.device().allocateFloats(n)) {
             CudaLibrary own = TestData.testKernels();
-            DeviceBuffer scratch = device.allocateFloats(n);
+            DeviceBuffer scratch = gpu.device().allocateFloats(n);
             CudaGraph outer = CudaGraph.create();
             try (CudaGraph inner = writeThenCopy(own.kernel("write_pattern"), scratch, out, n, 0.25f, false);
                     GraphExec innerExec = inner.instantiate()) {
                 // The runtime refuses cudaGraphLaunch in a capture (driver 580): a typed error, and the
                 // stream recovers once the scope closes.
-                try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
+                try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
                     StreamCaptureException refused = assertThrows(StreamCaptureException.class,
-                            () -> innerExec.launch(stream));
+                            () -> innerExec.launch(gpu.stream()));
                     assertEquals(CudaError.STREAM_CAPTURE_UNSUPPORTED, refused.error());
                     assertTrue(refused.getMessage().startsWith("cudaGraphLaunch: "), refused.getMessage());
-                    assertNotEquals(CaptureStatus.NONE, stream.captureStatus());
+                    assertNotEquals(CaptureStatus.NONE, gpu.stream().captureStatus());
                 }
                 outer.addChildGraph(inner);
             }
@@ -282,8 +263,8 @@ class ReliabilityTest {
             scratch.close();
             try (outer; GraphExec exec = outer.instantiate()) {
                 out.memset(0xFF);
-                exec.launch(stream);
-                stream.synchronize();
+                exec.launch(gpu.stream());
+                gpu.stream().synchronize();
                 assertEquals(0.25f * (n - 1), out.toFloatArray()[n - 1]);
             }
         }
@@ -296,15 +277,15 @@ class ReliabilityTest {
     void aKernelQueuedAfterASynchronousDeviceCopySeesTheCopy() {
         int n = 64 << 20; // 256 MiB: long enough that an unordered copy would still be running
         long seed = TestData.newSeed();
-        try (DeviceBuffer source = device.allocateFloats(n); DeviceBuffer copy = device.allocateFloats(n);
-                DeviceBuffer y = device.allocateFloats(n)) {
-            writePattern.launch(config(n), source, n, 1f, (float) (seed % 97));
-            stream.synchronize();
+        try (DeviceBuffer source = gpu.device().allocateFloats(n); DeviceBuffer copy = gpu.device().allocateFloats(n);
+                DeviceBuffer y = gpu.device().allocateFloats(n)) {
+            gpu.writePattern().launch(config(n), source, n, 1f, (float) (seed % 97));
+            gpu.stream().synchronize();
             copy.memset(0xFF);
             y.memset(0);
             copy.copyFrom(source);
-            saxpy.launch(config(n), n, 1f, copy, y);
-            stream.synchronize();
+            gpu.saxpy().launch(config(n), n, 1f, copy, y);
+            gpu.stream().synchronize();
             float[] tail = new float[1024];
             y.slice(n - tail.length, tail.length).copyTo(tail);
             for (int i = 0; i < tail.length; i++) {
@@ -316,13 +297,13 @@ class ReliabilityTest {
     @RepeatedTest(5)
     void aKernelQueuedAfterASynchronousMemsetSeesIt() {
         int n = 64 << 20;
-        try (DeviceBuffer x = device.allocateFloats(n); DeviceBuffer y = device.allocateFloats(n)) {
-            writePattern.launch(config(n), x, n, 1f, 1f);
-            stream.synchronize();
+        try (DeviceBuffer x = gpu.device().allocateFloats(n); DeviceBuffer y = gpu.device().allocateFloats(n)) {
+            gpu.writePattern().launch(config(n), x, n, 1f, 1f);
+            gpu.stream().synchronize();
             y.memset(0);
             x.memset(0x3F); // 0x3F3F3F3F = 0.7470...
-            saxpy.launch(config(n), n, 1f, x, y);
-            stream.synchronize();
+            gpu.saxpy().launch(config(n), n, 1f, x, y);
+            gpu.stream().synchronize();
             float[] tail = new float[1024];
             y.slice(n - tail.length, tail.length).copyTo(tail);
             float expected = Float.intBitsToFloat(0x3F3F3F3F);
@@ -337,12 +318,12 @@ class ReliabilityTest {
         int n = 16 << 20;
         long seed = TestData.newSeed();
         float[] data = TestData.randomFloats(n, seed);
-        try (DeviceBuffer x = device.allocateFloats(n); DeviceBuffer y = device.allocateFloats(n)) {
+        try (DeviceBuffer x = gpu.device().allocateFloats(n); DeviceBuffer y = gpu.device().allocateFloats(n)) {
             y.memset(0);
             x.memset(0xFF);
             x.copyFrom(data);
-            saxpy.launch(config(n), n, 1f, x, y);
-            stream.synchronize();
+            gpu.saxpy().launch(config(n), n, 1f, x, y);
+            gpu.stream().synchronize();
             assertArrayEquals(data, y.toFloatArray(), TestData.seedDescription(seed));
         }
     }
@@ -351,10 +332,10 @@ class ReliabilityTest {
 
     @Test
     void aCaptureRefusedToEndFromTheWrongThreadLeavesNoStaleState() throws Exception {
-        try (DeviceBuffer out = device.allocateFloats(64)) {
-            StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL);
+        try (DeviceBuffer out = gpu.device().allocateFloats(64)) {
+            StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL);
             try (capture) {
-                writePattern.launch(config(64), out, 64, 1f, 0f);
+                gpu.writePattern().launch(config(64), out, 64, 1f, 0f);
                 CudaException wrongThread;
                 try (ExecutorService other = Executors.newSingleThreadExecutor()) {
                     Future<CudaException> attempt = other.submit(() -> assertThrows(CudaException.class, capture::end));
@@ -363,14 +344,14 @@ class ReliabilityTest {
                 assertEquals(CudaError.STREAM_CAPTURE_WRONG_THREAD, wrongThread.error());
                 // The runtime ends the capture even as it refuses (driver 580): the scope must agree, or
                 // the stream would stay marked as capturing and refuse every later capture.
-                assertEquals(CaptureStatus.NONE, stream.captureStatus());
+                assertEquals(CaptureStatus.NONE, gpu.stream().captureStatus());
             }
             assertThrows(IllegalStateException.class, capture::end);
-            try (StreamCapture again = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
-                writePattern.launch(config(64), out, 64, 2f, 0f);
+            try (StreamCapture again = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
+                gpu.writePattern().launch(config(64), out, 64, 2f, 0f);
                 try (CudaGraph graph = again.end(); GraphExec exec = graph.instantiate()) {
-                    exec.launch(stream);
-                    stream.synchronize();
+                    exec.launch(gpu.stream());
+                    gpu.stream().synchronize();
                     assertEquals(126f, out.toFloatArray()[63]);
                 }
             }
@@ -391,7 +372,7 @@ class ReliabilityTest {
 
     @Test
     void recoverableErrorsAreNotSticky() {
-        CudaException outOfMemory = assertThrows(CudaException.class, () -> device.allocateFloats(1L << 48));
+        CudaException outOfMemory = assertThrows(CudaException.class, () -> gpu.device().allocateFloats(1L << 48));
         assertEquals(CudaError.MEMORY_ALLOCATION, outOfMemory.error());
         assertFalse(outOfMemory.isSticky());
         assertFalse(outOfMemory.getMessage().contains("restart"), outOfMemory.getMessage());
@@ -399,10 +380,10 @@ class ReliabilityTest {
     }
 
     private void assertKernelsRun() {
-        try (DeviceBuffer out = device.allocateFloats(64)) {
+        try (DeviceBuffer out = gpu.device().allocateFloats(64)) {
             out.memset(0xFF);
-            writePattern.launch(config(64), out, 64, 1f, 0f);
-            stream.synchronize();
+            gpu.writePattern().launch(config(64), out, 64, 1f, 0f);
+            gpu.stream().synchronize();
             assertEquals(63f, out.toFloatArray()[63]);
         }
     }

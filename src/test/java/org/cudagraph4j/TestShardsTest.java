@@ -17,7 +17,11 @@ class TestShardsTest {
     @Test
     void theShardsPartitionTheGpuTestClasses() {
         List<String> all = TestShards.gpuTestClasses();
-        assertTrue(all.contains("org.cudagraph4j.FaultSuiteTest") && all.contains("org.cudagraph4j.ImageFuzzTest"), all.toString());
+        for (String gpuClass : List.of("AllocationFaultTest", "CaptureFaultTest", "ConcurrencyFaultTest",
+                "CopyFaultTest", "GraphUpdateFaultTest", "KernelArgumentFaultTest", "LaunchShapeFaultTest",
+                "LibraryImageFaultTest", "UseAfterCloseFaultTest", "ImageFuzzTest")) {
+            assertTrue(all.contains("org.cudagraph4j." + gpuClass), gpuClass + " in " + all);
+        }
         assertFalse(all.contains("org.cudagraph4j.TestShardsTest"), "a CPU test is not a gpu test");
         for (int count : new int[] {1, 3, 4, 7}) {
             List<String> union = new ArrayList<>();

@@ -10,14 +10,11 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.regex.Pattern;
 import org.cudagraph4j.Cuda;
-import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaEvent;
-import org.cudagraph4j.CudaKernel;
-import org.cudagraph4j.CudaLibrary;
-import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.Dim3;
 import org.cudagraph4j.ElementType;
+import org.cudagraph4j.GpuFixture;
 import org.cudagraph4j.GpuTest;
 import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.LaunchConfig;
@@ -26,6 +23,7 @@ import org.cudagraph4j.TestData;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -40,38 +38,28 @@ class ConditionalNodeTest {
     private static final Dim3 GRID = Dim3.of(17);
     private static final Dim3 BLOCK = Dim3.of(256);
 
-    private CudaDevice device;
-    private CudaLibrary library;
+    @RegisterExtension
+    final GpuFixture gpu = new GpuFixture();
     private ConditionalKernels kernels;
-    private CudaStream stream;
-    private CudaKernel writePattern;
-    private CudaKernel saxpy;
 
     @BeforeEach
-    void setUp() {
-        device = TestData.device();
-        library = TestData.testKernels();
+    void loadConditionalKernels() {
         kernels = ConditionalKernels.load();
-        stream = device.createStream();
-        writePattern = library.kernel("write_pattern");
-        saxpy = library.kernel("saxpy");
     }
 
     @AfterEach
-    void tearDown() {
-        stream.close();
+    void closeConditionalKernels() {
         kernels.close();
-        library.close();
     }
 
     /** out[i] = i * scale + offset. */
     private KernelLaunch pattern(DeviceBuffer out, float scale, float offset) {
-        return KernelLaunch.of(writePattern, GRID, BLOCK, 0, out, N, scale, offset);
+        return KernelLaunch.of(gpu.writePattern(), GRID, BLOCK, 0, out, N, scale, offset);
     }
 
     /** y += a * x. */
     private KernelLaunch axpy(float a, DeviceBuffer x, DeviceBuffer y) {
-        return KernelLaunch.of(saxpy, GRID, BLOCK, 0, N, a, x, y);
+        return KernelLaunch.of(gpu.saxpy(), GRID, BLOCK, 0, N, a, x, y);
     }
 
     private static float[] expectedPattern(float scale, float offset) {
@@ -83,19 +71,19 @@ class ConditionalNodeTest {
     }
 
     private DeviceBuffer ints(int... values) {
-        DeviceBuffer buffer = device.allocate(ElementType.INT32, values.length);
+        DeviceBuffer buffer = gpu.device().allocate(ElementType.INT32, values.length);
         buffer.copyFrom(values);
         return buffer;
     }
 
     private void run(GraphExec exec) {
-        exec.launch(stream);
-        stream.synchronize();
+        exec.launch(gpu.stream());
+        gpu.stream().synchronize();
     }
 
     @Test
     void ifThenRunsItsBodyOnlyWhenTheValueTheDeviceReadIsNonZero() {
-        try (DeviceBuffer flag = ints(0); DeviceBuffer out = device.allocateFloats(N);
+        try (DeviceBuffer flag = ints(0); DeviceBuffer out = gpu.device().allocateFloats(N);
                 CudaGraph graph = CudaGraph.create()) {
             ConditionalHandle condition = graph.conditionalHandle();
             GraphNode set = graph.addKernel(kernels.set(condition, flag));
@@ -126,7 +114,7 @@ class ConditionalNodeTest {
 
     @Test
     void ifThenElseRunsExactlyOneOfItsBodies() {
-        try (DeviceBuffer flag = ints(0); DeviceBuffer out = device.allocateFloats(N);
+        try (DeviceBuffer flag = ints(0); DeviceBuffer out = gpu.device().allocateFloats(N);
                 CudaGraph graph = CudaGraph.create()) {
             ConditionalHandle condition = graph.conditionalHandle();
             ConditionalNode branch = graph.ifThenElse(condition, graph.addKernel(kernels.set(condition, flag)));
@@ -147,7 +135,7 @@ class ConditionalNodeTest {
     @Test
     void switchRunsTheBodyTheValueNamesAndNoneOutsideItsCases() {
         int cases = 3;
-        try (DeviceBuffer index = ints(0); DeviceBuffer out = device.allocateFloats(N);
+        try (DeviceBuffer index = ints(0); DeviceBuffer out = gpu.device().allocateFloats(N);
                 CudaGraph graph = CudaGraph.create()) {
             ConditionalHandle condition = graph.conditionalHandle();
             ConditionalNode choice = graph.switchOf(condition, cases, graph.addKernel(kernels.set(condition, index)));
@@ -173,8 +161,8 @@ class ConditionalNodeTest {
     @ParameterizedTest
     @ValueSource(ints = {0, 1, 5, 37})
     void aCountedWhileLoopRunsItsBodyAsOftenAsTheCountSays(int count) {
-        try (DeviceBuffer remaining = ints(count); DeviceBuffer ones = device.allocateFloats(N);
-                DeviceBuffer sum = device.allocateFloats(N); CudaGraph graph = CudaGraph.create()) {
+        try (DeviceBuffer remaining = ints(count); DeviceBuffer ones = gpu.device().allocateFloats(N);
+                DeviceBuffer sum = gpu.device().allocateFloats(N); CudaGraph graph = CudaGraph.create()) {
             ones.copyFrom(filled(1f));
             sum.copyFrom(filled(0f));
             ConditionalHandle condition = graph.conditionalHandle();
@@ -205,7 +193,7 @@ class ConditionalNodeTest {
             host = -0.5f * host + host;
             hostIterations++;
         }
-        try (DeviceBuffer value = device.allocateFloats(N); CudaGraph graph = CudaGraph.create()) {
+        try (DeviceBuffer value = gpu.device().allocateFloats(N); CudaGraph graph = CudaGraph.create()) {
             value.copyFrom(filled(start));
             ConditionalHandle condition = graph.conditionalHandle();
             ConditionalNode loop = graph.whileLoop(condition,
@@ -224,14 +212,14 @@ class ConditionalNodeTest {
     @Test
     void conditionalNodesNestAndTheirBodiesKeepWhatTheyUseAlive() {
         LiveResources before = Cuda.liveResources();
-        try (DeviceBuffer flag = ints(1); DeviceBuffer index = ints(1); DeviceBuffer out = device.allocateFloats(N);
-                CudaGraph graph = CudaGraph.create()) {
+        try (DeviceBuffer flag = ints(1); DeviceBuffer index = ints(1);
+                DeviceBuffer out = gpu.device().allocateFloats(N); CudaGraph graph = CudaGraph.create()) {
             ConditionalHandle outer = graph.conditionalHandle();
             ConditionalNode branch = graph.ifThen(outer, graph.addKernel(kernels.set(outer, flag)));
             CudaGraph body = branch.body();
             ConditionalHandle inner = body.conditionalHandle();
             ConditionalNode choice = body.switchOf(inner, 2, body.addKernel(kernels.set(inner, index)));
-            DeviceBuffer scratch = device.allocateFloats(N);
+            DeviceBuffer scratch = gpu.device().allocateFloats(N);
             // Poisoned: initcheck checks a graph's memcpy source at launch, before the kernel that
             // writes it has run, and would call a fresh buffer uninitialized.
             scratch.memset(0xFF);
@@ -251,22 +239,23 @@ class ConditionalNodeTest {
 
     @Test
     void capturedConditionalNodesRunLikeBuiltOnes() {
-        try (DeviceBuffer flag = ints(0); DeviceBuffer out = device.allocateFloats(N);
-                DeviceBuffer after = device.allocateFloats(N); DeviceBuffer ones = device.allocateFloats(N)) {
+        try (DeviceBuffer flag = ints(0); DeviceBuffer out = gpu.device().allocateFloats(N);
+                DeviceBuffer after = gpu.device().allocateFloats(N);
+                DeviceBuffer ones = gpu.device().allocateFloats(N)) {
             ones.copyFrom(filled(1f));
             CudaGraph graph;
             ConditionalNode branch;
             ConditionalNode choice;
-            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
+            try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
                 ConditionalHandle condition = capture.conditionalHandle();
-                kernels.set(condition, flag).launch(stream);
+                kernels.set(condition, flag).launch(gpu.stream());
                 branch = capture.ifThen(condition);
                 branch.body().addKernel(pattern(out, 1f, 5f));
                 ConditionalHandle which = capture.conditionalHandle(1, true);
                 choice = capture.switchOf(which, 2);
                 choice.caseBody(0).addKernel(axpy(-1f, ones, out));
                 choice.caseBody(1).addKernel(axpy(1f, ones, out));
-                writePattern.launch(LaunchConfig.of(GRID, BLOCK, stream), after, N, 0f, 9f);
+                gpu.writePattern().launch(LaunchConfig.of(GRID, BLOCK, gpu.stream()), after, N, 0f, 9f);
                 IllegalStateException early = assertThrows(IllegalStateException.class, branch::node);
                 assertTrue(early.getMessage().contains("once the capture has ended"), early.getMessage());
                 graph = capture.end();
@@ -295,19 +284,20 @@ class ConditionalNodeTest {
 
     @Test
     void ifElseAndWhileCanBeCapturedToo() {
-        try (DeviceBuffer flag = ints(1); DeviceBuffer count = ints(3); DeviceBuffer out = device.allocateFloats(N);
-                DeviceBuffer ones = device.allocateFloats(N); DeviceBuffer sum = device.allocateFloats(N)) {
+        try (DeviceBuffer flag = ints(1); DeviceBuffer count = ints(3);
+                DeviceBuffer out = gpu.device().allocateFloats(N); DeviceBuffer ones = gpu.device().allocateFloats(N);
+                DeviceBuffer sum = gpu.device().allocateFloats(N)) {
             ones.copyFrom(filled(1f));
             sum.copyFrom(filled(0f));
             CudaGraph graph;
-            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
+            try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
                 ConditionalHandle which = capture.conditionalHandle();
-                kernels.set(which, flag).launch(stream);
+                kernels.set(which, flag).launch(gpu.stream());
                 ConditionalNode branch = capture.ifThenElse(which);
                 branch.body().addKernel(pattern(out, 1f, 0f));
                 branch.elseBody().addKernel(pattern(out, -1f, 0f));
                 ConditionalHandle more = capture.conditionalHandle();
-                kernels.set(more, count).launch(stream);
+                kernels.set(more, count).launch(gpu.stream());
                 ConditionalNode loop = capture.whileLoop(more);
                 loop.body().addKernel(kernels.countDown(more, count), loop.body().addKernel(axpy(1f, ones, sum)));
                 graph = capture.end();
@@ -328,7 +318,7 @@ class ConditionalNodeTest {
 
     @Test
     void bodiesRefuseTheNodeKindsCudaForbidsThereNamingTheRule() {
-        try (CudaGraph graph = CudaGraph.create(); CudaEvent event = device.createEvent();
+        try (CudaGraph graph = CudaGraph.create(); CudaEvent event = gpu.device().createEvent();
                 CudaGraph withEvent = CudaGraph.create(); DeviceBuffer flag = ints(1)) {
             ConditionalHandle condition = graph.conditionalHandle();
             CudaGraph body = graph.ifThen(condition).body();
@@ -392,7 +382,7 @@ class ConditionalNodeTest {
                 GraphInstantiateException unused = assertThrows(GraphInstantiateException.class, lonely::instantiate);
                 assertEquals(InstantiateResult.CONDITIONAL_HANDLE_UNUSED, unused.result(), unused.getMessage());
             }
-            try (DeviceBuffer tiny = device.allocate(ElementType.INT8, 2)) {
+            try (DeviceBuffer tiny = gpu.device().allocate(ElementType.INT8, 2)) {
                 IllegalArgumentException small = assertThrows(IllegalArgumentException.class,
                         () -> kernels.set(condition, tiny));
                 assertTrue(small.getMessage().startsWith("value must hold at least 4 bytes"), small.getMessage());
@@ -403,7 +393,7 @@ class ConditionalNodeTest {
     @Test
     void aGraphWithConditionalNodesHasOneExecutableAtATime() {
         try (CudaGraph graph = CudaGraph.create(); DeviceBuffer flag = ints(1);
-                DeviceBuffer out = device.allocateFloats(N)) {
+                DeviceBuffer out = gpu.device().allocateFloats(N)) {
             ConditionalHandle condition = graph.conditionalHandle();
             graph.ifThen(condition, graph.addKernel(kernels.set(condition, flag))).body()
                     .addKernel(pattern(out, 1f, 0f));
@@ -423,7 +413,7 @@ class ConditionalNodeTest {
     @Test
     void describeAndDotShowConditionalNodesAndTheirBodies() {
         try (CudaGraph graph = CudaGraph.create(); DeviceBuffer flag = ints(1);
-                DeviceBuffer out = device.allocateFloats(N)) {
+                DeviceBuffer out = gpu.device().allocateFloats(N)) {
             ConditionalHandle condition = graph.conditionalHandle();
             ConditionalNode branch = graph.ifThenElse(condition, graph.addKernel(kernels.set(condition, flag)));
             branch.body().addKernel(pattern(out, 1f, 0f));

@@ -14,13 +14,11 @@ import java.util.List;
 import java.util.Map;
 import org.cudagraph4j.ChildJvm;
 import org.cudagraph4j.Cuda;
-import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaEvent;
-import org.cudagraph4j.CudaKernel;
 import org.cudagraph4j.CudaLibrary;
-import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.Dim3;
+import org.cudagraph4j.GpuFixture;
 import org.cudagraph4j.GpuTest;
 import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.LiveResources;
@@ -30,9 +28,8 @@ import org.cudagraph4j.graph.GraphArchive.Param;
 import org.cudagraph4j.graph.GraphArchiveException.Reason;
 import org.cudagraph4j.kernels.Linear;
 import org.cudagraph4j.kernels.ShippedKernels;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -43,26 +40,8 @@ import org.junit.jupiter.api.io.TempDir;
 class GraphArchiveTest {
     private static final int N = 4099;
 
-    private CudaDevice device;
-    private CudaLibrary library;
-    private CudaStream stream;
-    private CudaKernel writePattern;
-    private CudaKernel saxpy;
-
-    @BeforeEach
-    void setUp() {
-        device = TestData.device();
-        library = TestData.testKernels();
-        stream = device.createStream();
-        writePattern = library.kernel("write_pattern");
-        saxpy = library.kernel("saxpy");
-    }
-
-    @AfterEach
-    void tearDown() {
-        stream.close();
-        library.close();
-    }
+    @RegisterExtension
+    final GpuFixture gpu = new GpuFixture();
 
     @Test
     void theSeedLinearGraphLoadsWithNewBuffersAndGivesTheSameBits() {
@@ -72,15 +51,17 @@ class GraphArchiveTest {
         float[] w = TestData.randomFloats(features * features, seed);
         float[] b = TestData.randomFloats(features, seed + 1);
         float[] x = TestData.randomFloats(batch * features, seed + 2);
-        try (ShippedKernels kernels = ShippedKernels.load(device);
-                DeviceBuffer dw = TestData.upload(device, w); DeviceBuffer db = TestData.upload(device, b);
-                DeviceBuffer dx = TestData.upload(device, x); DeviceBuffer dy = device.allocateFloats(batch * features);
-                DeviceBuffer w2 = TestData.upload(device, w); DeviceBuffer b2 = TestData.upload(device, b);
-                DeviceBuffer x2 = TestData.upload(device, x); DeviceBuffer y2 = device.allocateFloats(batch * features)) {
+        try (ShippedKernels kernels = ShippedKernels.load(gpu.device());
+                DeviceBuffer dw = TestData.upload(gpu.device(), w); DeviceBuffer db = TestData.upload(gpu.device(), b);
+                DeviceBuffer dx = TestData.upload(gpu.device(), x);
+                DeviceBuffer dy = gpu.device().allocateFloats(batch * features);
+                DeviceBuffer w2 = TestData.upload(gpu.device(), w); DeviceBuffer b2 = TestData.upload(gpu.device(), b);
+                DeviceBuffer x2 = TestData.upload(gpu.device(), x);
+                DeviceBuffer y2 = gpu.device().allocateFloats(batch * features)) {
             Linear layer = new Linear(kernels, dw, db, features, features);
             CudaGraph graph;
-            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
-                layer.forward(stream, batch, dx, dy, Linear.Mode.UNFUSED);
+            try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
+                layer.forward(gpu.stream(), batch, dx, dy, Linear.Mode.UNFUSED);
                 graph = capture.end();
             }
             byte[] archive;
@@ -89,8 +70,8 @@ class GraphArchiveTest {
                         .buffer("x", dx).buffer("y", dy)).toBytes();
                 try (GraphExec exec = graph.instantiate()) {
                     dy.memset(0xFF);
-                    exec.launch(stream);
-                    stream.synchronize();
+                    exec.launch(gpu.stream());
+                    gpu.stream().synchronize();
                 }
                 GraphBindings fresh = new GraphBindings().buffer("weight", w2).buffer("bias", b2).buffer("x", x2)
                         .buffer("y", y2);
@@ -98,8 +79,8 @@ class GraphArchiveTest {
                         GraphExec exec = loaded.instantiate()) {
                     assertEquals(withoutHandles(graph.describe()), withoutHandles(loaded.describe()));
                     y2.memset(0xFF);
-                    exec.launch(stream);
-                    stream.synchronize();
+                    exec.launch(gpu.stream());
+                    gpu.stream().synchronize();
                 }
             }
             assertArrayEquals(dy.toFloatArray(), y2.toFloatArray(), TestData.seedDescription(seed));
@@ -112,17 +93,17 @@ class GraphArchiveTest {
         Path archive = dir.resolve("mlp.cg4j");
         Path output = dir.resolve("y.bin");
         float[] here;
-        try (ArchivedMlp model = new ArchivedMlp(device, seed)) {
+        try (ArchivedMlp model = new ArchivedMlp(gpu.device(), seed)) {
             CudaGraph graph;
-            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
-                model.mlp.forward(stream, ArchivedMlp.BATCH, model.x, model.y, Linear.Mode.FUSED);
+            try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
+                model.mlp.forward(gpu.stream(), ArchivedMlp.BATCH, model.x, model.y, Linear.Mode.FUSED);
                 graph = capture.end();
             }
             try (graph; GraphExec exec = graph.instantiate()) {
                 GraphArchive.save(graph, model.bindings(), archive);
                 model.y.memset(0xFF);
-                exec.launch(stream);
-                stream.synchronize();
+                exec.launch(gpu.stream());
+                gpu.stream().synchronize();
                 here = model.y.toFloatArray();
             }
         }
@@ -140,19 +121,19 @@ class GraphArchiveTest {
 
     @Test
     void copiesMemsetsEventsAndProgrammaticEdgesSurviveTheTrip() {
-        try (DeviceBuffer a = device.allocateFloats(N); DeviceBuffer b = device.allocateFloats(N);
-                DeviceBuffer c = device.allocateFloats(N); DeviceBuffer a2 = device.allocateFloats(N);
-                DeviceBuffer b2 = device.allocateFloats(N); DeviceBuffer c2 = device.allocateFloats(N);
-                CudaEvent done = device.createEvent(); CudaEvent done2 = device.createEvent();
+        try (DeviceBuffer a = gpu.device().allocateFloats(N); DeviceBuffer b = gpu.device().allocateFloats(N);
+                DeviceBuffer c = gpu.device().allocateFloats(N); DeviceBuffer a2 = gpu.device().allocateFloats(N);
+                DeviceBuffer b2 = gpu.device().allocateFloats(N); DeviceBuffer c2 = gpu.device().allocateFloats(N);
+                CudaEvent done = gpu.device().createEvent(); CudaEvent done2 = gpu.device().createEvent();
                 CudaGraph graph = CudaGraph.create()) {
             GraphNode clear = graph.addMemset(b, 0);
-            GraphNode write = graph.addKernel(KernelLaunch.of(writePattern, Dim3.of(17), Dim3.of(256), 0,
+            GraphNode write = graph.addKernel(KernelLaunch.of(gpu.writePattern(), Dim3.of(17), Dim3.of(256), 0,
                     a, N, 0.5f, 1f), clear);
-            GraphNode add = graph.addKernel(KernelLaunch.of(saxpy, Dim3.of(17), Dim3.of(256), 0, N, 2f, a, b),
+            GraphNode add = graph.addKernel(KernelLaunch.of(gpu.saxpy(), Dim3.of(17), Dim3.of(256), 0, N, 2f, a, b),
                     write);
             // A programmatic edge to a kernel that touches nothing the first one does, so the result
             // does not depend on how far they overlap.
-            GraphNode mark = graph.addKernel(KernelLaunch.of(writePattern, Dim3.of(17), Dim3.of(256), 0,
+            GraphNode mark = graph.addKernel(KernelLaunch.of(gpu.writePattern(), Dim3.of(17), Dim3.of(256), 0,
                     c, N, -1f, 7f));
             graph.addProgrammaticDependency(add, mark);
             GraphNode half = graph.addMemcpy(a.slice(0, N / 2), b.slice(N / 2, N / 2), add);
@@ -160,7 +141,7 @@ class GraphArchiveTest {
             GraphArchive archive = GraphArchive.fromBytes(GraphArchive.of(graph,
                     new GraphBindings().buffer("a", a).buffer("b", b).buffer("c", c).event("done", done)).toBytes());
             assertEquals(List.of("done"), archive.eventSlots());
-            try (CudaGraph loaded = archive.build(List.of(library),
+            try (CudaGraph loaded = archive.build(List.of(gpu.library()),
                     new GraphBindings().buffer("a", a2).buffer("b", b2).buffer("c", c2).event("done", done2))) {
                 assertEquals(graph.edges().stream().map(GraphEdge::programmatic).sorted().toList(),
                         loaded.edges().stream().map(GraphEdge::programmatic).sorted().toList());
@@ -178,9 +159,9 @@ class GraphArchiveTest {
             for (DeviceBuffer buffer : buffers) {
                 buffer.memset(0xFF);
             }
-            exec.launch(stream);
-            exec.launch(stream);
-            stream.synchronize();
+            exec.launch(gpu.stream());
+            exec.launch(gpu.stream());
+            gpu.stream().synchronize();
             float[] all = new float[buffers.length * N];
             for (int i = 0; i < buffers.length; i++) {
                 System.arraycopy(buffers[i].toFloatArray(), 0, all, i * N, N);
@@ -191,9 +172,9 @@ class GraphArchiveTest {
 
     @Test
     void saveRefusesWhatItCannotRepresentNamingTheNodeAndParameter() {
-        try (DeviceBuffer bound = device.allocateFloats(N); DeviceBuffer loose = device.allocateFloats(N);
+        try (DeviceBuffer bound = gpu.device().allocateFloats(N); DeviceBuffer loose = gpu.device().allocateFloats(N);
                 CudaGraph graph = CudaGraph.create(); CudaGraph child = CudaGraph.create()) {
-            graph.addKernel(KernelLaunch.of(saxpy, Dim3.of(1), Dim3.of(32), 0, N, 1f, bound, loose));
+            graph.addKernel(KernelLaunch.of(gpu.saxpy(), Dim3.of(1), Dim3.of(32), 0, N, 1f, bound, loose));
             GraphArchiveException unbound = assertThrows(GraphArchiveException.class,
                     () -> GraphArchive.of(graph, new GraphBindings().buffer("x", bound)));
             assertEquals(Reason.UNBOUND_POINTER, unbound.reason());
@@ -210,7 +191,7 @@ class GraphArchiveTest {
                         node.getMessage());
             }
             try (CudaGraph raw = CudaGraph.create()) {
-                raw.addKernel(KernelLaunch.of(saxpy, Dim3.of(1), Dim3.of(32), 0, N, 1f, bound.address(), bound));
+                raw.addKernel(KernelLaunch.of(gpu.saxpy(), Dim3.of(1), Dim3.of(32), 0, N, 1f, bound.address(), bound));
                 GraphArchiveException address = assertThrows(GraphArchiveException.class,
                         () -> GraphArchive.of(raw, new GraphBindings().buffer("x", bound)));
                 assertEquals(Reason.UNSUPPORTED, address.reason());
@@ -222,49 +203,52 @@ class GraphArchiveTest {
 
     @Test
     void loadRefusesEveryMismatchBeforeBuildingAnything() {
-        try (DeviceBuffer x = device.allocateFloats(N); DeviceBuffer y = device.allocateFloats(N);
-                DeviceBuffer small = device.allocateFloats(N - 1); CudaGraph graph = CudaGraph.create();
-                ShippedKernels shipped = ShippedKernels.load(device)) {
+        try (DeviceBuffer x = gpu.device().allocateFloats(N); DeviceBuffer y = gpu.device().allocateFloats(N);
+                DeviceBuffer small = gpu.device().allocateFloats(N - 1); CudaGraph graph = CudaGraph.create();
+                ShippedKernels shipped = ShippedKernels.load(gpu.device())) {
             CudaLibrary other = shipped.library();
-            graph.addKernel(KernelLaunch.of(saxpy, Dim3.of(17), Dim3.of(256), 0, N, 3f, x, y));
+            graph.addKernel(KernelLaunch.of(gpu.saxpy(), Dim3.of(17), Dim3.of(256), 0, N, 3f, x, y));
             GraphArchive archive = GraphArchive.fromBytes(GraphArchive.save(graph,
                     GraphBindings.of(Map.of("x", x, "y", y))));
             GraphBindings both = new GraphBindings().buffer("x", x).buffer("y", y);
             LiveResources before = Cuda.liveResources();
 
             GraphArchiveException missing = refused(Reason.LIBRARY_MISSING, () -> archive.build(List.of(other), both));
-            assertTrue(missing.getMessage().startsWith("no library given has content hash " + library.contentHash()),
-                    missing.getMessage());
+            assertTrue(missing.getMessage().startsWith(
+                    "no library given has content hash " + gpu.library().contentHash()), missing.getMessage());
             GraphArchiveException slot = refused(Reason.SLOT_MISSING,
-                    () -> archive.build(List.of(library), new GraphBindings().buffer("x", x)));
+                    () -> archive.build(List.of(gpu.library()), new GraphBindings().buffer("x", x)));
             assertEquals("buffer slot 'y' (" + 4L * N + " bytes) is not bound; bound: [x]", slot.getMessage());
             GraphArchiveException tooSmall = refused(Reason.SLOT_TOO_SMALL,
-                    () -> archive.build(List.of(library), new GraphBindings().buffer("x", x).buffer("y", small)));
+                    () -> archive.build(List.of(gpu.library()), new GraphBindings().buffer("x", x).buffer("y", small)));
             assertTrue(tooSmall.getMessage().startsWith("buffer slot 'y' held " + 4L * N + " bytes at save, but "),
                     tooSmall.getMessage());
 
             GraphArchive elsewhere = new GraphArchive(archive.libraryVersion(), 12, 0, "NVIDIA B200-to-be",
-                    List.of(new GraphArchive.Library(library.contentHash(), "t")),
+                    List.of(new GraphArchive.Library(gpu.library().contentHash(), "t")),
                     List.of(new GraphArchive.Slot("x", 4L * N), new GraphArchive.Slot("y", 4L * N)), List.of(),
                     archive.nodes(), archive.edges());
-            GraphArchiveException arch = refused(Reason.ARCHITECTURE, () -> elsewhere.build(List.of(library), both));
+            GraphArchiveException arch = refused(Reason.ARCHITECTURE,
+                    () -> elsewhere.build(List.of(gpu.library()), both));
             assertTrue(arch.getMessage().startsWith("the archive was saved on NVIDIA B200-to-be (sm_120), but this is "),
                     arch.getMessage());
 
             KernelNode recorded = (KernelNode) archive.nodes().get(0);
             List<Param> shifted = new ArrayList<>(recorded.params());
             shifted.set(1, new Param(8, 4));
-            GraphArchive relaid = new GraphArchive(archive.libraryVersion(), device.properties().major(),
-                    device.properties().minor(), "here", List.of(new GraphArchive.Library(library.contentHash(), "t")),
+            GraphArchive relaid = new GraphArchive(archive.libraryVersion(), gpu.device().properties().major(),
+                    gpu.device().properties().minor(), "here",
+                    List.of(new GraphArchive.Library(gpu.library().contentHash(), "t")),
                     List.of(new GraphArchive.Slot("x", 4L * N), new GraphArchive.Slot("y", 4L * N)), List.of(),
                     List.of(new KernelNode(0, recorded.symbol(), shifted, recorded.grid(), recorded.block(),
                             recorded.sharedMemBytes(), recorded.arguments())), List.of());
-            GraphArchiveException layout = refused(Reason.PARAMETER_LAYOUT, () -> relaid.build(List.of(library), both));
+            GraphArchiveException layout = refused(Reason.PARAMETER_LAYOUT,
+                    () -> relaid.build(List.of(gpu.library()), both));
             assertTrue(layout.getMessage().startsWith("node 0: kernel saxpy takes parameters [4@0, 4@4, 8@8, 8@16], the "
                     + "archive recorded [4@0, 4@8, 8@8, 8@16]"), layout.getMessage());
 
             assertEquals(before, Cuda.liveResources(), "a refused load leaves no graph behind");
-            try (CudaGraph loaded = GraphArchive.load(archive.toBytes(), List.of(other, library), both)) {
+            try (CudaGraph loaded = GraphArchive.load(archive.toBytes(), List.of(other, gpu.library()), both)) {
                 assertEquals(1, loaded.nodes().size());
             }
         }

@@ -10,23 +10,20 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import org.cudagraph4j.CaptureStatus;
-import org.cudagraph4j.Cuda;
-import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaError;
 import org.cudagraph4j.CudaEvent;
-import org.cudagraph4j.CudaKernel;
 import org.cudagraph4j.CudaLibrary;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.Dim3;
+import org.cudagraph4j.GpuFixture;
 import org.cudagraph4j.GpuTest;
 import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.LaunchConfig;
 import org.cudagraph4j.StreamCaptureException;
 import org.cudagraph4j.TestData;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -35,26 +32,8 @@ import org.junit.jupiter.params.provider.EnumSource;
 class GraphTest {
     private static final int N = 10_007;
 
-    private CudaDevice device;
-    private CudaLibrary library;
-    private CudaStream stream;
-    private CudaKernel writePattern;
-    private CudaKernel saxpy;
-
-    @BeforeEach
-    void setUp() {
-        device = TestData.device();
-        library = TestData.testKernels();
-        stream = device.createStream();
-        writePattern = library.kernel("write_pattern");
-        saxpy = library.kernel("saxpy");
-    }
-
-    @AfterEach
-    void tearDown() {
-        stream.close();
-        library.close();
-    }
+    @RegisterExtension
+    final GpuFixture gpu = new GpuFixture();
 
     private LaunchConfig config(CudaStream on) {
         return LaunchConfig.of(Dim3.of(40), Dim3.of(256), on);
@@ -74,23 +53,23 @@ class GraphTest {
     void everyCaptureModeRecordsAGraphThatComputesTheSameResult(CaptureMode mode) {
         long seed = TestData.newSeed();
         float[] y = TestData.randomFloats(N, seed);
-        try (DeviceBuffer dx = device.allocateFloats(N); DeviceBuffer dy = device.allocateFloats(N)) {
+        try (DeviceBuffer dx = gpu.device().allocateFloats(N); DeviceBuffer dy = gpu.device().allocateFloats(N)) {
             dx.memset(0xFF);
             dy.copyFrom(y);
             CudaGraph graph;
-            try (StreamCapture capture = StreamCapture.begin(stream, mode)) {
-                assertEquals(CaptureStatus.ACTIVE, stream.captureStatus());
-                assertTrue(stream.captureId().isPresent());
-                writePattern.launch(config(stream), dx, N, 0.5f, 1.25f);
-                saxpy.launch(config(stream), N, 3.0f, dx, dy);
+            try (StreamCapture capture = StreamCapture.begin(gpu.stream(), mode)) {
+                assertEquals(CaptureStatus.ACTIVE, gpu.stream().captureStatus());
+                assertTrue(gpu.stream().captureId().isPresent());
+                gpu.writePattern().launch(config(gpu.stream()), dx, N, 0.5f, 1.25f);
+                gpu.saxpy().launch(config(gpu.stream()), N, 3.0f, dx, dy);
                 graph = capture.end();
             }
-            assertEquals(CaptureStatus.NONE, stream.captureStatus());
+            assertEquals(CaptureStatus.NONE, gpu.stream().captureStatus());
             try (graph; GraphExec exec = graph.instantiate()) {
                 assertEquals(2, graph.nodes().size());
                 assertEquals(1, graph.edges().size());
-                exec.launch(stream);
-                stream.synchronize();
+                exec.launch(gpu.stream());
+                gpu.stream().synchronize();
                 assertArrayEquals(expected(0.5f, 1.25f, 3.0f, y), dy.toFloatArray(), TestData.seedDescription(seed));
             }
         }
@@ -99,13 +78,13 @@ class GraphTest {
     @Test
     void synchronizingTheCapturingStreamIsATypedErrorAndTheStreamRecovers() {
         StreamCaptureException e;
-        try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
-            e = assertThrows(StreamCaptureException.class, stream::synchronize);
+        try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
+            e = assertThrows(StreamCaptureException.class, gpu.stream()::synchronize);
         }
         assertTrue(e.error().isCaptureError(), e.getMessage());
         assertEquals("cudaStreamSynchronize", e.function());
         assertTrue(e.capture().contains("GLOBAL capture on CudaStream"), e.getMessage());
-        assertEquals(CaptureStatus.NONE, stream.captureStatus());
+        assertEquals(CaptureStatus.NONE, gpu.stream().captureStatus());
         assertStreamWorks();
     }
 
@@ -113,8 +92,8 @@ class GraphTest {
     void allocatingDuringAGlobalCaptureIsATypedErrorAndEndReportsTheInvalidation() {
         StreamCaptureException refused;
         StreamCaptureException ended;
-        try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
-            refused = assertThrows(StreamCaptureException.class, () -> device.allocateFloats(16));
+        try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
+            refused = assertThrows(StreamCaptureException.class, () -> gpu.device().allocateFloats(16));
             ended = assertThrows(StreamCaptureException.class, capture::end);
         }
         assertEquals(CudaError.STREAM_CAPTURE_UNSUPPORTED, refused.error(), refused.getMessage());
@@ -125,21 +104,21 @@ class GraphTest {
 
     @Test
     void relaxedCaptureAllowsAllocation() {
-        try (DeviceBuffer out = device.allocateFloats(16)) {
+        try (DeviceBuffer out = gpu.device().allocateFloats(16)) {
             CudaGraph graph;
-            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.RELAXED);
-                    DeviceBuffer scratch = device.allocateFloats(16)) {
-                writePattern.launch(config(stream), scratch, 16, 1f, 0f);
+            try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.RELAXED);
+                    DeviceBuffer scratch = gpu.device().allocateFloats(16)) {
+                gpu.writePattern().launch(config(gpu.stream()), scratch, 16, 1f, 0f);
                 // out += scratch, by a kernel: initcheck checks a graph's memcpy source at launch,
                 // before the kernel upstream has written it, so a copy node would be reported.
-                saxpy.launch(config(stream), 16, 1f, scratch, out);
+                gpu.saxpy().launch(config(gpu.stream()), 16, 1f, scratch, out);
                 graph = capture.end();
             }
             try (graph; GraphExec exec = graph.instantiate()) {
                 assertEquals(2, graph.nodes().size());
                 out.memset(0);
-                exec.launch(stream);
-                stream.synchronize();
+                exec.launch(gpu.stream());
+                gpu.stream().synchronize();
                 assertEquals(15f, out.toFloatArray()[15], "the graph keeps the scratch buffer it captured");
             }
         }
@@ -149,33 +128,33 @@ class GraphTest {
     void forkAndJoinAcrossStreamsInOneCapture() {
         long seed = TestData.newSeed();
         float[] y = TestData.randomFloats(N, seed);
-        try (CudaStream side = device.createStream();
-                CudaEvent fork = device.createEvent(CudaEvent.Option.DISABLE_TIMING);
-                CudaEvent join = device.createEvent(CudaEvent.Option.DISABLE_TIMING);
-                DeviceBuffer a = device.allocateFloats(N); DeviceBuffer b = device.allocateFloats(N);
-                DeviceBuffer dy = device.allocateFloats(N)) {
+        try (CudaStream side = gpu.device().createStream();
+                CudaEvent fork = gpu.device().createEvent(CudaEvent.Option.DISABLE_TIMING);
+                CudaEvent join = gpu.device().createEvent(CudaEvent.Option.DISABLE_TIMING);
+                DeviceBuffer a = gpu.device().allocateFloats(N); DeviceBuffer b = gpu.device().allocateFloats(N);
+                DeviceBuffer dy = gpu.device().allocateFloats(N)) {
             dy.copyFrom(y);
             a.memset(0xFF);
             b.memset(0xFF);
             CudaGraph graph;
-            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
-                fork.record(stream);
+            try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
+                fork.record(gpu.stream());
                 side.waitFor(fork);
                 assertEquals(CaptureStatus.ACTIVE, side.captureStatus());
-                writePattern.launch(config(side), a, N, 1f, 0f);
-                writePattern.launch(config(stream), b, N, 2f, 0f);
+                gpu.writePattern().launch(config(side), a, N, 1f, 0f);
+                gpu.writePattern().launch(config(gpu.stream()), b, N, 2f, 0f);
                 join.record(side);
-                stream.waitFor(join);
-                saxpy.launch(config(stream), N, 1f, a, dy);
-                saxpy.launch(config(stream), N, 1f, b, dy);
+                gpu.stream().waitFor(join);
+                gpu.saxpy().launch(config(gpu.stream()), N, 1f, a, dy);
+                gpu.saxpy().launch(config(gpu.stream()), N, 1f, b, dy);
                 graph = capture.end();
             }
             try (graph; GraphExec exec = graph.instantiate()) {
                 assertEquals(4, graph.nodes().size());
                 List<GraphNode> roots = graph.nodes().stream().filter(n -> n.dependencies().isEmpty()).toList();
                 assertEquals(2, roots.size(), "the two writes run in parallel");
-                exec.launch(stream);
-                stream.synchronize();
+                exec.launch(gpu.stream());
+                gpu.stream().synchronize();
                 float[] expected = new float[N];
                 for (int i = 0; i < N; i++) {
                     expected[i] = y[i] + i * 1f + i * 2f;
@@ -190,16 +169,16 @@ class GraphTest {
         long seed = TestData.newSeed();
         float[] y = TestData.randomFloats(N, seed);
         try (CudaGraph graph = CudaGraph.create(); CudaGraph child = CudaGraph.create();
-                CudaEvent done = device.createEvent();
-                DeviceBuffer dx = device.allocateFloats(N); DeviceBuffer dy = device.allocateFloats(N);
-                DeviceBuffer out = device.allocateFloats(N)) {
+                CudaEvent done = gpu.device().createEvent();
+                DeviceBuffer dx = gpu.device().allocateFloats(N); DeviceBuffer dy = gpu.device().allocateFloats(N);
+                DeviceBuffer out = gpu.device().allocateFloats(N)) {
             dy.copyFrom(y);
             out.memset(0);
-            child.addKernel(KernelLaunch.of(saxpy, Dim3.of(40), Dim3.of(256), 0, N, 2.0f, dx, dy));
+            child.addKernel(KernelLaunch.of(gpu.saxpy(), Dim3.of(40), Dim3.of(256), 0, N, 2.0f, dx, dy));
 
             GraphNode poison = graph.addMemset(dx, 0xFF);
             GraphNode write = graph.addKernel(
-                    KernelLaunch.of(writePattern, Dim3.of(40), Dim3.of(256), 0, dx, N, 0.5f, 3f), poison);
+                    KernelLaunch.of(gpu.writePattern(), Dim3.of(40), Dim3.of(256), 0, dx, N, 0.5f, 3f), poison);
             GraphNode join = graph.addEmpty(write);
             GraphNode nested = graph.addChildGraph(child, join);
             GraphNode copy = graph.addMemcpy(out, dy, nested);
@@ -216,8 +195,8 @@ class GraphTest {
             assertEquals("<<<40,256,0>>>", info.shape());
             assertEquals(1, write.topologicalIndex());
 
-            try (GraphExec exec = graph.instantiate(stream, InstantiateFlag.UPLOAD)) {
-                exec.launch(stream);
+            try (GraphExec exec = graph.instantiate(gpu.stream(), InstantiateFlag.UPLOAD)) {
+                exec.launch(gpu.stream());
                 done.synchronize();
                 assertArrayEquals(expected(0.5f, 3f, 2.0f, y), out.toFloatArray(), TestData.seedDescription(seed));
             }
@@ -228,15 +207,15 @@ class GraphTest {
     void optionsInstantiateWithAnUploadAndFlagsAndTheExecutableComputesTheSame() {
         long seed = TestData.newSeed();
         float[] y = TestData.randomFloats(N, seed);
-        try (DeviceBuffer dx = device.allocateFloats(N); DeviceBuffer dy = device.allocateFloats(N);
+        try (DeviceBuffer dx = gpu.device().allocateFloats(N); DeviceBuffer dy = gpu.device().allocateFloats(N);
                 CudaGraph graph = pair(dx, dy, 2.0f)) {
             for (InstantiateOptions options : List.of(InstantiateOptions.defaults(),
-                    InstantiateOptions.defaults().withUpload(stream),
-                    InstantiateOptions.defaults().withUpload(stream).with(InstantiateFlag.USE_NODE_PRIORITY))) {
+                    InstantiateOptions.defaults().withUpload(gpu.stream()),
+                    InstantiateOptions.defaults().withUpload(gpu.stream()).with(InstantiateFlag.USE_NODE_PRIORITY))) {
                 try (GraphExec exec = graph.instantiate(options)) {
                     dy.copyFrom(y);
-                    exec.launch(stream);
-                    stream.synchronize();
+                    exec.launch(gpu.stream());
+                    gpu.stream().synchronize();
                     assertArrayEquals(expected(1f, 0.5f, 2.0f, y), dy.toFloatArray(),
                             options + " " + TestData.seedDescription(seed));
                 }
@@ -248,20 +227,20 @@ class GraphTest {
     void wholeGraphUpdateTakesTheNewParameters() {
         long seed = TestData.newSeed();
         float[] y = TestData.randomFloats(N, seed);
-        try (DeviceBuffer dx = device.allocateFloats(N); DeviceBuffer dy = device.allocateFloats(N);
+        try (DeviceBuffer dx = gpu.device().allocateFloats(N); DeviceBuffer dy = gpu.device().allocateFloats(N);
                 CudaGraph first = pair(dx, dy, 2.0f); CudaGraph second = pair(dx, dy, -3.0f);
                 GraphExec exec = first.instantiate()) {
             exec.update(second);
             dy.copyFrom(y);
-            exec.launch(stream);
-            stream.synchronize();
+            exec.launch(gpu.stream());
+            gpu.stream().synchronize();
             assertArrayEquals(expected(1f, 0.5f, -3.0f, y), dy.toFloatArray(), TestData.seedDescription(seed));
         }
     }
 
     @Test
     void updateWithAnotherTopologyNamesTheResultKind() {
-        try (DeviceBuffer dx = device.allocateFloats(N); DeviceBuffer dy = device.allocateFloats(N);
+        try (DeviceBuffer dx = gpu.device().allocateFloats(N); DeviceBuffer dy = gpu.device().allocateFloats(N);
                 CudaGraph first = pair(dx, dy, 2.0f); CudaGraph bigger = pair(dx, dy, 2.0f);
                 GraphExec exec = first.instantiate()) {
             bigger.addEmpty();
@@ -274,8 +253,8 @@ class GraphTest {
             long seed = TestData.newSeed();
             float[] y = TestData.randomFloats(N, seed);
             dy.copyFrom(y);
-            exec.launch(stream);
-            stream.synchronize();
+            exec.launch(gpu.stream());
+            gpu.stream().synchronize();
             float[] result = dy.toFloatArray();
             for (int i = 0; i < N; i++) {
                 assertEquals(2.0f * (i + 0.5f) + y[i], result[i], 1e-5f * Math.abs(2.0f * (i + 0.5f) + y[i]),
@@ -288,7 +267,7 @@ class GraphTest {
     void singleKernelNodeUpdateChangesTheExecutableButNotTheTemplate() {
         long seed = TestData.newSeed();
         float[] y = TestData.randomFloats(N, seed);
-        try (DeviceBuffer dx = device.allocateFloats(N); DeviceBuffer dy = device.allocateFloats(N);
+        try (DeviceBuffer dx = gpu.device().allocateFloats(N); DeviceBuffer dy = gpu.device().allocateFloats(N);
                 CudaGraph graph = pair(dx, dy, 2.0f); GraphExec exec = graph.instantiate()) {
             GraphNode axpy = graph.nodes().get(1);
             KernelLaunch original = axpy.kernelParams().orElseThrow();
@@ -297,14 +276,14 @@ class GraphTest {
             exec.updateKernelNode(write, write.kernelParams().orElseThrow().withLaunchShape(Dim3.of(3), Dim3.of(128), 0));
 
             dy.copyFrom(y);
-            exec.launch(stream);
-            stream.synchronize();
+            exec.launch(gpu.stream());
+            gpu.stream().synchronize();
             assertArrayEquals(expected(1f, 0.5f, 5.0f, y), dy.toFloatArray(), TestData.seedDescription(seed));
 
             try (GraphExec fresh = graph.instantiate()) {
                 dy.copyFrom(y);
-                fresh.launch(stream);
-                stream.synchronize();
+                fresh.launch(gpu.stream());
+                gpu.stream().synchronize();
                 assertArrayEquals(expected(1f, 0.5f, 2.0f, y), dy.toFloatArray(), "the template still has a = 2");
             }
             assertEquals("<<<40,256,0>>>", write.kernelInfo().shape(), "the template's shape is unchanged");
@@ -313,11 +292,12 @@ class GraphTest {
 
     @Test
     void describeDrawsACapturedTwoKernelGraph(@TempDir Path dir) throws Exception {
-        try (DeviceBuffer dx = device.allocateFloats(N); DeviceBuffer dy = device.allocateFloats(N)) {
+        try (DeviceBuffer dx = gpu.device().allocateFloats(N); DeviceBuffer dy = gpu.device().allocateFloats(N)) {
             CudaGraph graph;
-            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.THREAD_LOCAL)) {
-                writePattern.launch(LaunchConfig.of(Dim3.of(32, 20), Dim3.of(64), 19200, stream), dx, N, 1f, 0f);
-                saxpy.launch(LaunchConfig.of(Dim3.of(256, 2), Dim3.of(8, 32), 0, stream), N, 1f, dx, dy);
+            try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.THREAD_LOCAL)) {
+                gpu.writePattern().launch(LaunchConfig.of(Dim3.of(32, 20), Dim3.of(64), 19200, gpu.stream()), dx, N,
+                        1f, 0f);
+                gpu.saxpy().launch(LaunchConfig.of(Dim3.of(256, 2), Dim3.of(8, 32), 0, gpu.stream()), N, 1f, dx, dy);
                 graph = capture.end();
             }
             try (graph) {
@@ -345,8 +325,8 @@ class GraphTest {
     @Test
     void executableKeepsItsLibraryAndBuffersAliveAfterTheyAreClosed() {
         CudaLibrary ownLibrary = TestData.testKernels();
-        DeviceBuffer dx = device.allocateFloats(N);
-        DeviceBuffer dy = device.allocateFloats(N);
+        DeviceBuffer dx = gpu.device().allocateFloats(N);
+        DeviceBuffer dy = gpu.device().allocateFloats(N);
         // Poisoned first, so the check below proves the kernel wrote dx. It also keeps initcheck
         // quiet: the sanitizer checks a graph's memcpy source when the graph is launched, before
         // the kernel node upstream of it has run, and would call a fresh dx uninitialized.
@@ -360,8 +340,8 @@ class GraphTest {
             ownLibrary.close();
             dx.close();
             assertFalse(dx.isOpen());
-            exec.launch(stream);
-            stream.synchronize();
+            exec.launch(gpu.stream());
+            gpu.stream().synchronize();
             float[] result = dy.toFloatArray();
             for (int i = 0; i < N; i++) {
                 assertEquals(i + 7f, result[i], "element " + i);
@@ -379,11 +359,11 @@ class GraphTest {
             assertTrue(foreign.getMessage().endsWith("belongs to another graph"));
             IllegalStateException notKernel = assertThrows(IllegalStateException.class, inA::kernelInfo);
             assertEquals("node 0 is a EMPTY node, not KERNEL", notKernel.getMessage());
-            StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL);
+            StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL);
             capture.end().close();
             assertThrows(IllegalStateException.class, capture::end);
             IllegalArgumentException wrongArgs = assertThrows(IllegalArgumentException.class, () -> a.addKernel(
-                    KernelLaunch.of(saxpy, Dim3.of(1), Dim3.of(1), 0, N, 2.0)));
+                    KernelLaunch.of(gpu.saxpy(), Dim3.of(1), Dim3.of(1), 0, N, 2.0)));
             assertTrue(wrongArgs.getMessage().startsWith("kernel saxpy takes 4 parameters"), wrongArgs.getMessage());
         }
     }
@@ -391,17 +371,17 @@ class GraphTest {
     /** write x[i] = i + 0.5; then y = a*x + y. */
     private CudaGraph pair(DeviceBuffer dx, DeviceBuffer dy, float a) {
         CudaGraph graph = CudaGraph.create();
-        GraphNode write = graph.addKernel(KernelLaunch.of(writePattern, Dim3.of(40), Dim3.of(256), 0,
+        GraphNode write = graph.addKernel(KernelLaunch.of(gpu.writePattern(), Dim3.of(40), Dim3.of(256), 0,
                 dx, N, 1f, 0.5f));
-        graph.addKernel(KernelLaunch.of(saxpy, Dim3.of(40), Dim3.of(256), 0, N, a, dx, dy), write);
+        graph.addKernel(KernelLaunch.of(gpu.saxpy(), Dim3.of(40), Dim3.of(256), 0, N, a, dx, dy), write);
         return graph;
     }
 
     private void assertStreamWorks() {
-        try (DeviceBuffer out = device.allocateFloats(64)) {
+        try (DeviceBuffer out = gpu.device().allocateFloats(64)) {
             out.memset(0xFF);
-            writePattern.launch(LaunchConfig.of(Dim3.of(1), Dim3.of(64), stream), out, 64, 1f, 0f);
-            stream.synchronize();
+            gpu.writePattern().launch(LaunchConfig.of(Dim3.of(1), Dim3.of(64), gpu.stream()), out, 64, 1f, 0f);
+            gpu.stream().synchronize();
             assertEquals(63f, out.toFloatArray()[63]);
         }
     }
