@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.Arrays;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -33,6 +34,61 @@ import org.junit.jupiter.api.Test;
 /** The archive format without a GPU: it round-trips, and bad bytes are a CORRUPT error, never anything else. */
 class GraphArchiveFormatTest {
     private static final int DIGEST = 32;
+
+    /**
+     * {@link #sample()} as format version 1 lays it out, field by field (big-endian; a string is its
+     * byte length, then UTF-8). Pinned, so that no change to the writer or the reader moves the format
+     * unnoticed: an archive saved by one release must load in the next.
+     */
+    private static final String SAMPLE_BYTES = """
+            4347344a47524146 00000001          # signature CG4JGRAF, format version 1
+            00000005 302e312e30                # library version "0.1.0"
+            00000009 00000000                  # compute capability 9.0
+            0000000b 4e56494449412048323030    # device name "NVIDIA H200"
+            00000001                           # 1 library:
+            00000040                           # its hash, "ab" x 32,
+            61626162616261626162616261626162
+            61626162616261626162616261626162
+            61626162616261626162616261626162
+            61626162616261626162616261626162
+            0000000b 746573742e66617462696e    # and its name "test.fatbin"
+            00000002                           # 2 buffer slots:
+            00000001 78 0000000000001000       # "x", 4096 bytes
+            00000001 79 0000000000002000       # "y", 8192 bytes
+            00000001 00000004 646f6e65         # 1 event slot, "done"
+            00000006                           # 6 nodes:
+            00 00000000 00000005 7361787079    # kernel 0: library 0, symbol "saxpy",
+            00000004                           # 4 parameters (offset, size),
+            0000000000000000 0000000000000004
+            0000000000000004 0000000000000004
+            0000000000000008 0000000000000008
+            0000000000000010 0000000000000008
+            00000004 00000002 00000001         # grid 4x2x1,
+            00000100 00000001 00000001         # block 256x1x1,
+            00000080                           # 128 bytes of shared memory,
+            00000004                           # 4 arguments:
+            01 04 0000000000000400             # scalar, 4 bytes, 1024
+            01 04 0000000040000000             # scalar, 4 bytes, 2.0f
+            00 00000000 0000000000000000       # pointer, slot 0, offset 0
+            00 00000001 0000000000000080       # pointer, slot 1, offset 128
+            01 00000001 0000000000000000       # memcpy 1: to slot 1 @ 0,
+            00000000 0000000000000000          # from slot 0 @ 0,
+            0000000000001000                   # 4096 bytes
+            02 00000000 0000000000000010       # memset 2: slot 0 @ 16,
+            0000000000000040 ab                # 64 bytes of 0xAB
+            03                                 # empty 3
+            04 00000000                        # event record 4, slot 0
+            05 00000000                        # event wait 5, slot 0
+            00000006                           # 6 edges (from, to, programmatic):
+            00000000 00000001 00
+            00000001 00000002 00
+            00000002 00000003 00
+            00000003 00000004 00
+            00000000 00000003 01
+            00000004 00000005 00
+            086a08d382d3637db180df81656314a5   # SHA-256 of all the above
+            445a161c2637e3b5452b79198dcb3d6a
+            """;
 
     static GraphArchive sample() {
         List<Slot> slots = List.of(new Slot("x", 4096), new Slot("y", 8192));
@@ -64,6 +120,16 @@ class GraphArchiveFormatTest {
         assertEquals(sample().nodes(), back.nodes());
         assertEquals(sample().edges(), back.edges());
         assertTrue(new String(bytes, 0, 8, StandardCharsets.US_ASCII).equals("CG4JGRAF"));
+    }
+
+    @Test
+    void theSampleIsWrittenAndReadAsFormatVersion1LaysItOut() {
+        byte[] expected = HexFormat.of().parseHex(SAMPLE_BYTES.replaceAll("#.*", "").replaceAll("\\s", ""));
+        assertEquals(HexFormat.of().formatHex(expected), HexFormat.of().formatHex(sample().toBytes()));
+        GraphArchive read = GraphArchive.fromBytes(expected);
+        assertEquals(sample().nodes(), read.nodes());
+        assertEquals(sample().edges(), read.edges());
+        assertEquals(sample().toString(), read.toString());
     }
 
     @Test
