@@ -17,17 +17,17 @@ import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import org.cudagraph4j.Dim3;
-import org.cudagraph4j.graph.GraphArchive.CopyNode;
-import org.cudagraph4j.graph.GraphArchive.Edge;
-import org.cudagraph4j.graph.GraphArchive.EmptyNode;
-import org.cudagraph4j.graph.GraphArchive.EventNode;
-import org.cudagraph4j.graph.GraphArchive.KernelNode;
-import org.cudagraph4j.graph.GraphArchive.Library;
-import org.cudagraph4j.graph.GraphArchive.Param;
-import org.cudagraph4j.graph.GraphArchive.Pointer;
-import org.cudagraph4j.graph.GraphArchive.Scalar;
-import org.cudagraph4j.graph.GraphArchive.SetNode;
-import org.cudagraph4j.graph.GraphArchive.Slot;
+import org.cudagraph4j.graph.ArchiveModel.CopyNode;
+import org.cudagraph4j.graph.ArchiveModel.Edge;
+import org.cudagraph4j.graph.ArchiveModel.EmptyNode;
+import org.cudagraph4j.graph.ArchiveModel.EventNode;
+import org.cudagraph4j.graph.ArchiveModel.KernelNode;
+import org.cudagraph4j.graph.ArchiveModel.Library;
+import org.cudagraph4j.graph.ArchiveModel.Param;
+import org.cudagraph4j.graph.ArchiveModel.Pointer;
+import org.cudagraph4j.graph.ArchiveModel.Scalar;
+import org.cudagraph4j.graph.ArchiveModel.SetNode;
+import org.cudagraph4j.graph.ArchiveModel.Slot;
 import org.cudagraph4j.graph.GraphArchiveException.Reason;
 import org.junit.jupiter.api.Test;
 
@@ -95,11 +95,12 @@ class GraphArchiveFormatTest {
         KernelNode saxpy = new KernelNode(0, "saxpy", List.of(new Param(0, 4), new Param(4, 4), new Param(8, 8),
                 new Param(16, 8)), Dim3.of(4, 2, 1), Dim3.of(256), 128, List.of(new Scalar(4, 1024),
                 new Scalar(4, Float.floatToRawIntBits(2f)), new Pointer(0, 0), new Pointer(1, 128)));
-        return new GraphArchive("0.1.0", 9, 0, "NVIDIA H200", List.of(new Library("ab".repeat(32), "test.fatbin")),
-                slots, List.of("done"), List.of(saxpy, new CopyNode(1, 0, 0, 0, 4096), new SetNode(0, 16, 64, 0xAB),
-                        new EmptyNode(), new EventNode(true, 0), new EventNode(false, 0)),
+        return new GraphArchive(new ArchiveModel("0.1.0", 9, 0, "NVIDIA H200",
+                List.of(new Library("ab".repeat(32), "test.fatbin")), slots, List.of("done"),
+                List.of(saxpy, new CopyNode(1, 0, 0, 0, 4096), new SetNode(0, 16, 64, 0xAB), new EmptyNode(),
+                        new EventNode(true, 0), new EventNode(false, 0)),
                 List.of(new Edge(0, 1, false), new Edge(1, 2, false), new Edge(2, 3, false), new Edge(3, 4, false),
-                        new Edge(0, 3, true), new Edge(4, 5, false)));
+                        new Edge(0, 3, true), new Edge(4, 5, false))));
     }
 
     @Test
@@ -150,8 +151,8 @@ class GraphArchiveFormatTest {
         assertRefused(Reason.CORRUPT, "not a valid graph archive: its SHA-256 does not match its contents: the archive "
                 + "is truncated or corrupted", Arrays.copyOf(bytes, bytes.length - 1));
         // Past the digest, the structure is checked too: a copy that reaches past its slot.
-        GraphArchive outside = new GraphArchive("0.1.0", 9, 0, "g", List.of(), List.of(new Slot("x", 64)), List.of(),
-                List.of(new CopyNode(0, 32, 0, 0, 64)), List.of());
+        GraphArchive outside = new GraphArchive(new ArchiveModel("0.1.0", 9, 0, "g", List.of(),
+                List.of(new Slot("x", 64)), List.of(), List.of(new CopyNode(0, 32, 0, 0, 64)), List.of()));
         assertRefused(Reason.CORRUPT, "not a valid graph archive: node 0 reaches bytes [32, 32 + 64) of slot 'x', "
                 + "which has 64", outside.toBytes());
     }
@@ -196,7 +197,7 @@ class GraphArchiveFormatTest {
 
     private static void assertStaysInsideItsSlots(GraphArchive archive, int mutation) {
         List<Long> sizes = List.copyOf(archive.bufferSlots().values());
-        for (GraphArchive.Node node : archive.nodes()) {
+        for (ArchiveModel.Node node : archive.nodes()) {
             switch (node) {
                 case KernelNode kernel -> kernel.arguments().forEach(argument -> {
                     if (argument instanceof Pointer pointer) {
