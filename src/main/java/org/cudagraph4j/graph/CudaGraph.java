@@ -12,7 +12,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.PriorityQueue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -559,7 +558,8 @@ public final class CudaGraph implements AutoCloseable {
     public List<GraphNode> topologicalOrder() {
         List<GraphNode> nodes = nodes();
         List<GraphNode> order = new ArrayList<>(nodes.size());
-        for (int id : topologicalIds(nodes.size(), edgesById(nodes, edges()))) {
+        for (int id : GraphTopology.order(nodes.size(), GraphTopology.edgesById(nodes, edges()),
+                GraphTopology.Ties.LOWEST_ID)) {
             order.add(nodes.get(id));
         }
         return List.copyOf(order);
@@ -617,8 +617,8 @@ public final class CudaGraph implements AutoCloseable {
      */
     public GraphSnapshot snapshot() {
         List<GraphNode> nodes = nodes();
-        List<GraphSnapshot.Edge> edges = edgesById(nodes, edges());
-        int[] order = topologicalIds(nodes.size(), edges);
+        List<GraphSnapshot.Edge> edges = GraphTopology.edgesById(nodes, edges());
+        int[] order = GraphTopology.order(nodes.size(), edges, GraphTopology.Ties.LOWEST_ID);
         int[] topoIds = new int[nodes.size()];
         for (int position = 0; position < order.length; position++) {
             topoIds[order[position]] = position;
@@ -804,46 +804,6 @@ public final class CudaGraph implements AutoCloseable {
             lifetime.ensureOpen();
         }
         return List.of(lifetimes);
-    }
-
-    /** {@code edges} with each node replaced by its position in {@code nodes}. */
-    private static List<GraphSnapshot.Edge> edgesById(List<GraphNode> nodes, List<GraphEdge> edges) {
-        Map<GraphNode, Integer> ids = new HashMap<>();
-        for (int i = 0; i < nodes.size(); i++) {
-            ids.put(nodes.get(i), i);
-        }
-        return edges.stream().map(e -> new GraphSnapshot.Edge(ids.get(e.from()), ids.get(e.to()))).toList();
-    }
-
-    /** Node ids in dependency order (Kahn's algorithm); among ready nodes the lowest id first. */
-    private static int[] topologicalIds(int count, List<GraphSnapshot.Edge> edges) {
-        int[] pending = new int[count];
-        List<List<Integer>> successors = new ArrayList<>(count);
-        for (int i = 0; i < count; i++) {
-            successors.add(new ArrayList<>());
-        }
-        for (GraphSnapshot.Edge edge : edges) {
-            successors.get(edge.from()).add(edge.to());
-            pending[edge.to()]++;
-        }
-        PriorityQueue<Integer> ready = new PriorityQueue<>();
-        for (int i = 0; i < count; i++) {
-            if (pending[i] == 0) {
-                ready.add(i);
-            }
-        }
-        int[] order = new int[count];
-        int position = 0;
-        while (!ready.isEmpty()) {
-            int next = ready.poll();
-            order[position++] = next;
-            for (int successor : successors.get(next)) {
-                if (--pending[successor] == 0) {
-                    ready.add(successor);
-                }
-            }
-        }
-        return order;
     }
 
     private GraphExec instantiate(MemorySegment uploadStream, InstantiateFlag... flags) {

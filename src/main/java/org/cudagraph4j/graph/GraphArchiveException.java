@@ -40,6 +40,11 @@ public final class GraphArchiveException extends RuntimeException {
         this.reason = Objects.requireNonNull(reason, "reason");
     }
 
+    /** Bytes that are not a whole, intact archive, or an archive whose records contradict each other. */
+    static GraphArchiveException corrupt(String why) {
+        return new GraphArchiveException(Reason.CORRUPT, "not a valid graph archive: " + why);
+    }
+
     /**
      * Which check failed.
      *

@@ -4,6 +4,8 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
+import org.cudagraph4j.Cuda;
+import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaEvent;
 import org.cudagraph4j.DeviceBuffer;
 
@@ -78,6 +80,11 @@ public final class GraphBindings {
      */
     public Map<String, CudaEvent> events() {
         return Collections.unmodifiableMap(events);
+    }
+
+    /** The device of the first bound buffer, or device 0: where a graph saved or built against them has its memory. */
+    CudaDevice device() {
+        return buffers.values().stream().findFirst().map(DeviceBuffer::device).orElseGet(() -> Cuda.device(0));
     }
 
     private static String checkedName(String name, Map<String, ?> bound) {

@@ -11,22 +11,23 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.Arrays;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import org.cudagraph4j.Dim3;
-import org.cudagraph4j.graph.GraphArchive.CopyNode;
-import org.cudagraph4j.graph.GraphArchive.Edge;
-import org.cudagraph4j.graph.GraphArchive.EmptyNode;
-import org.cudagraph4j.graph.GraphArchive.EventNode;
-import org.cudagraph4j.graph.GraphArchive.KernelNode;
-import org.cudagraph4j.graph.GraphArchive.Library;
-import org.cudagraph4j.graph.GraphArchive.Param;
-import org.cudagraph4j.graph.GraphArchive.Pointer;
-import org.cudagraph4j.graph.GraphArchive.Scalar;
-import org.cudagraph4j.graph.GraphArchive.SetNode;
-import org.cudagraph4j.graph.GraphArchive.Slot;
+import org.cudagraph4j.graph.ArchiveModel.CopyNode;
+import org.cudagraph4j.graph.ArchiveModel.Edge;
+import org.cudagraph4j.graph.ArchiveModel.EmptyNode;
+import org.cudagraph4j.graph.ArchiveModel.EventNode;
+import org.cudagraph4j.graph.ArchiveModel.KernelNode;
+import org.cudagraph4j.graph.ArchiveModel.Library;
+import org.cudagraph4j.graph.ArchiveModel.Param;
+import org.cudagraph4j.graph.ArchiveModel.Pointer;
+import org.cudagraph4j.graph.ArchiveModel.Scalar;
+import org.cudagraph4j.graph.ArchiveModel.SetNode;
+import org.cudagraph4j.graph.ArchiveModel.Slot;
 import org.cudagraph4j.graph.GraphArchiveException.Reason;
 import org.junit.jupiter.api.Test;
 
@@ -34,16 +35,72 @@ import org.junit.jupiter.api.Test;
 class GraphArchiveFormatTest {
     private static final int DIGEST = 32;
 
+    /**
+     * {@link #sample()} as format version 1 lays it out, field by field (big-endian; a string is its
+     * byte length, then UTF-8). Pinned, so that no change to the writer or the reader moves the format
+     * unnoticed: an archive saved by one release must load in the next.
+     */
+    private static final String SAMPLE_BYTES = """
+            4347344a47524146 00000001          # signature CG4JGRAF, format version 1
+            00000005 302e312e30                # library version "0.1.0"
+            00000009 00000000                  # compute capability 9.0
+            0000000b 4e56494449412048323030    # device name "NVIDIA H200"
+            00000001                           # 1 library:
+            00000040                           # its hash, "ab" x 32,
+            61626162616261626162616261626162
+            61626162616261626162616261626162
+            61626162616261626162616261626162
+            61626162616261626162616261626162
+            0000000b 746573742e66617462696e    # and its name "test.fatbin"
+            00000002                           # 2 buffer slots:
+            00000001 78 0000000000001000       # "x", 4096 bytes
+            00000001 79 0000000000002000       # "y", 8192 bytes
+            00000001 00000004 646f6e65         # 1 event slot, "done"
+            00000006                           # 6 nodes:
+            00 00000000 00000005 7361787079    # kernel 0: library 0, symbol "saxpy",
+            00000004                           # 4 parameters (offset, size),
+            0000000000000000 0000000000000004
+            0000000000000004 0000000000000004
+            0000000000000008 0000000000000008
+            0000000000000010 0000000000000008
+            00000004 00000002 00000001         # grid 4x2x1,
+            00000100 00000001 00000001         # block 256x1x1,
+            00000080                           # 128 bytes of shared memory,
+            00000004                           # 4 arguments:
+            01 04 0000000000000400             # scalar, 4 bytes, 1024
+            01 04 0000000040000000             # scalar, 4 bytes, 2.0f
+            00 00000000 0000000000000000       # pointer, slot 0, offset 0
+            00 00000001 0000000000000080       # pointer, slot 1, offset 128
+            01 00000001 0000000000000000       # memcpy 1: to slot 1 @ 0,
+            00000000 0000000000000000          # from slot 0 @ 0,
+            0000000000001000                   # 4096 bytes
+            02 00000000 0000000000000010       # memset 2: slot 0 @ 16,
+            0000000000000040 ab                # 64 bytes of 0xAB
+            03                                 # empty 3
+            04 00000000                        # event record 4, slot 0
+            05 00000000                        # event wait 5, slot 0
+            00000006                           # 6 edges (from, to, programmatic):
+            00000000 00000001 00
+            00000001 00000002 00
+            00000002 00000003 00
+            00000003 00000004 00
+            00000000 00000003 01
+            00000004 00000005 00
+            086a08d382d3637db180df81656314a5   # SHA-256 of all the above
+            445a161c2637e3b5452b79198dcb3d6a
+            """;
+
     static GraphArchive sample() {
         List<Slot> slots = List.of(new Slot("x", 4096), new Slot("y", 8192));
         KernelNode saxpy = new KernelNode(0, "saxpy", List.of(new Param(0, 4), new Param(4, 4), new Param(8, 8),
                 new Param(16, 8)), Dim3.of(4, 2, 1), Dim3.of(256), 128, List.of(new Scalar(4, 1024),
                 new Scalar(4, Float.floatToRawIntBits(2f)), new Pointer(0, 0), new Pointer(1, 128)));
-        return new GraphArchive("0.1.0", 9, 0, "NVIDIA H200", List.of(new Library("ab".repeat(32), "test.fatbin")),
-                slots, List.of("done"), List.of(saxpy, new CopyNode(1, 0, 0, 0, 4096), new SetNode(0, 16, 64, 0xAB),
-                        new EmptyNode(), new EventNode(true, 0), new EventNode(false, 0)),
+        return new GraphArchive(new ArchiveModel("0.1.0", 9, 0, "NVIDIA H200",
+                List.of(new Library("ab".repeat(32), "test.fatbin")), slots, List.of("done"),
+                List.of(saxpy, new CopyNode(1, 0, 0, 0, 4096), new SetNode(0, 16, 64, 0xAB), new EmptyNode(),
+                        new EventNode(true, 0), new EventNode(false, 0)),
                 List.of(new Edge(0, 1, false), new Edge(1, 2, false), new Edge(2, 3, false), new Edge(3, 4, false),
-                        new Edge(0, 3, true), new Edge(4, 5, false)));
+                        new Edge(0, 3, true), new Edge(4, 5, false))));
     }
 
     @Test
@@ -67,6 +124,16 @@ class GraphArchiveFormatTest {
     }
 
     @Test
+    void theSampleIsWrittenAndReadAsFormatVersion1LaysItOut() {
+        byte[] expected = HexFormat.of().parseHex(SAMPLE_BYTES.replaceAll("#.*", "").replaceAll("\\s", ""));
+        assertEquals(HexFormat.of().formatHex(expected), HexFormat.of().formatHex(sample().toBytes()));
+        GraphArchive read = GraphArchive.fromBytes(expected);
+        assertEquals(sample().nodes(), read.nodes());
+        assertEquals(sample().edges(), read.edges());
+        assertEquals(sample().toString(), read.toString());
+    }
+
+    @Test
     void whatIsNotAWholeArchiveOfThisVersionIsNamed() {
         byte[] bytes = sample().toBytes();
         assertRefused(Reason.CORRUPT, "not a valid graph archive: it does not start with the graph archive signature "
@@ -84,8 +151,8 @@ class GraphArchiveFormatTest {
         assertRefused(Reason.CORRUPT, "not a valid graph archive: its SHA-256 does not match its contents: the archive "
                 + "is truncated or corrupted", Arrays.copyOf(bytes, bytes.length - 1));
         // Past the digest, the structure is checked too: a copy that reaches past its slot.
-        GraphArchive outside = new GraphArchive("0.1.0", 9, 0, "g", List.of(), List.of(new Slot("x", 64)), List.of(),
-                List.of(new CopyNode(0, 32, 0, 0, 64)), List.of());
+        GraphArchive outside = new GraphArchive(new ArchiveModel("0.1.0", 9, 0, "g", List.of(),
+                List.of(new Slot("x", 64)), List.of(), List.of(new CopyNode(0, 32, 0, 0, 64)), List.of()));
         assertRefused(Reason.CORRUPT, "not a valid graph archive: node 0 reaches bytes [32, 32 + 64) of slot 'x', "
                 + "which has 64", outside.toBytes());
     }
@@ -130,7 +197,7 @@ class GraphArchiveFormatTest {
 
     private static void assertStaysInsideItsSlots(GraphArchive archive, int mutation) {
         List<Long> sizes = List.copyOf(archive.bufferSlots().values());
-        for (GraphArchive.Node node : archive.nodes()) {
+        for (ArchiveModel.Node node : archive.nodes()) {
             switch (node) {
                 case KernelNode kernel -> kernel.arguments().forEach(argument -> {
                     if (argument instanceof Pointer pointer) {

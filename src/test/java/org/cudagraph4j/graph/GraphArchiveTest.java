@@ -23,8 +23,8 @@ import org.cudagraph4j.GpuTest;
 import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.LiveResources;
 import org.cudagraph4j.TestData;
-import org.cudagraph4j.graph.GraphArchive.KernelNode;
-import org.cudagraph4j.graph.GraphArchive.Param;
+import org.cudagraph4j.graph.ArchiveModel.KernelNode;
+import org.cudagraph4j.graph.ArchiveModel.Param;
 import org.cudagraph4j.graph.GraphArchiveException.Reason;
 import org.cudagraph4j.kernels.Linear;
 import org.cudagraph4j.kernels.ShippedKernels;
@@ -224,26 +224,24 @@ class GraphArchiveTest {
             assertTrue(tooSmall.getMessage().startsWith("buffer slot 'y' held " + 4L * N + " bytes at save, but "),
                     tooSmall.getMessage());
 
-            GraphArchive elsewhere = new GraphArchive(archive.libraryVersion(), 12, 0, "NVIDIA B200-to-be",
-                    List.of(new GraphArchive.Library(gpu.library().contentHash(), "t")),
-                    List.of(new GraphArchive.Slot("x", 4L * N), new GraphArchive.Slot("y", 4L * N)), List.of(),
-                    archive.nodes(), archive.edges());
-            GraphArchiveException arch = refused(Reason.ARCHITECTURE,
-                    () -> elsewhere.build(List.of(gpu.library()), both));
+            GraphArchive elsewhere = new GraphArchive(new ArchiveModel(archive.libraryVersion(), 12, 0,
+                    "NVIDIA B200-to-be", List.of(new ArchiveModel.Library(gpu.library().contentHash(), "t")),
+                    List.of(new ArchiveModel.Slot("x", 4L * N), new ArchiveModel.Slot("y", 4L * N)), List.of(),
+                    archive.nodes(), archive.edges()));
+            GraphArchiveException arch = refused(Reason.ARCHITECTURE, () -> elsewhere.build(List.of(gpu.library()), both));
             assertTrue(arch.getMessage().startsWith("the archive was saved on NVIDIA B200-to-be (sm_120), but this is "),
                     arch.getMessage());
 
             KernelNode recorded = (KernelNode) archive.nodes().get(0);
             List<Param> shifted = new ArrayList<>(recorded.params());
             shifted.set(1, new Param(8, 4));
-            GraphArchive relaid = new GraphArchive(archive.libraryVersion(), gpu.device().properties().major(),
-                    gpu.device().properties().minor(), "here",
-                    List.of(new GraphArchive.Library(gpu.library().contentHash(), "t")),
-                    List.of(new GraphArchive.Slot("x", 4L * N), new GraphArchive.Slot("y", 4L * N)), List.of(),
+            GraphArchive relaid = new GraphArchive(new ArchiveModel(archive.libraryVersion(),
+                    gpu.device().properties().major(), gpu.device().properties().minor(), "here",
+                    List.of(new ArchiveModel.Library(gpu.library().contentHash(), "t")),
+                    List.of(new ArchiveModel.Slot("x", 4L * N), new ArchiveModel.Slot("y", 4L * N)), List.of(),
                     List.of(new KernelNode(0, recorded.symbol(), shifted, recorded.grid(), recorded.block(),
-                            recorded.sharedMemBytes(), recorded.arguments())), List.of());
-            GraphArchiveException layout = refused(Reason.PARAMETER_LAYOUT,
-                    () -> relaid.build(List.of(gpu.library()), both));
+                            recorded.sharedMemBytes(), recorded.arguments())), List.of()));
+            GraphArchiveException layout = refused(Reason.PARAMETER_LAYOUT, () -> relaid.build(List.of(gpu.library()), both));
             assertTrue(layout.getMessage().startsWith("node 0: kernel saxpy takes parameters [4@0, 4@4, 8@8, 8@16], the "
                     + "archive recorded [4@0, 4@8, 8@8, 8@16]"), layout.getMessage());
 
