@@ -228,7 +228,8 @@ class GraphArchiveTest {
                     "NVIDIA B200-to-be", List.of(new ArchiveModel.Library(gpu.library().contentHash(), "t")),
                     List.of(new ArchiveModel.Slot("x", 4L * N), new ArchiveModel.Slot("y", 4L * N)), List.of(),
                     archive.nodes(), archive.edges()));
-            GraphArchiveException arch = refused(Reason.ARCHITECTURE, () -> elsewhere.build(List.of(gpu.library()), both));
+            GraphArchiveException arch = refused(Reason.ARCHITECTURE,
+                    () -> elsewhere.build(List.of(gpu.library()), both));
             assertTrue(arch.getMessage().startsWith("the archive was saved on NVIDIA B200-to-be (sm_120), but this is "),
                     arch.getMessage());
 
@@ -241,7 +242,8 @@ class GraphArchiveTest {
                     List.of(new ArchiveModel.Slot("x", 4L * N), new ArchiveModel.Slot("y", 4L * N)), List.of(),
                     List.of(new KernelNode(0, recorded.symbol(), shifted, recorded.grid(), recorded.block(),
                             recorded.sharedMemBytes(), recorded.arguments())), List.of()));
-            GraphArchiveException layout = refused(Reason.PARAMETER_LAYOUT, () -> relaid.build(List.of(gpu.library()), both));
+            GraphArchiveException layout = refused(Reason.PARAMETER_LAYOUT,
+                    () -> relaid.build(List.of(gpu.library()), both));
             assertTrue(layout.getMessage().startsWith("node 0: kernel saxpy takes parameters [4@0, 4@4, 8@8, 8@16], the "
                     + "archive recorded [4@0, 4@8, 8@8, 8@16]"), layout.getMessage());
 
