@@ -190,6 +190,30 @@ class HostFunctionGpuTest {
     }
 
     @Test
+    void hostFunctionsAreRefusedOnClosedStreamsAndGraphsAndInConditionalBodies() {
+        CudaDevice device = TestData.device();
+        device.makeCurrent();
+        LiveResources before = Cuda.liveResources();
+        CudaStream closed = device.createStream();
+        closed.close();
+        assertThrows(IllegalStateException.class, () -> closed.launchHostFunction(() -> { }));
+        try (CudaStream open = device.createStream()) {
+            assertThrows(NullPointerException.class, () -> open.launchHostFunction(null));
+        }
+        CudaGraph closedGraph = CudaGraph.create();
+        closedGraph.close();
+        assertThrows(IllegalStateException.class, () -> closedGraph.addHostFunction(() -> { }));
+        try (CudaGraph graph = CudaGraph.create()) {
+            CudaGraph body = graph.ifThen(graph.conditionalHandle()).body();
+            IllegalStateException inBody = assertThrows(IllegalStateException.class,
+                    () -> body.addHostFunction(() -> { }));
+            assertTrue(inBody.getMessage().contains("not a HOST node"), inBody.getMessage());
+        }
+        assertEquals(before.hostFunctions(), Cuda.liveResources().hostFunctions(),
+                "no refused callback stays registered");
+    }
+
+    @Test
     void manyThreadsQueueingCallbacksEachSeeTheirOwnRunExactlyOnce() throws Exception {
         CudaDevice device = TestData.device();
         int threads = 8;

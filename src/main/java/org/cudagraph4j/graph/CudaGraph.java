@@ -89,13 +89,16 @@ public final class CudaGraph implements AutoCloseable {
         lifetime.watch(this);
     }
 
-    /** A conditional node's body, which the node owns; it is closed by the graph that holds the node. */
-    private CudaGraph(MemorySegment handle, int device, String description) {
+    /**
+     * A conditional node's body, which the node owns; it is closed by the graph that holds the node.
+     * It runs inside its graph's launches, so its nodes may use that graph's memory, {@code allocations}.
+     */
+    private CudaGraph(MemorySegment handle, int device, String description, GraphAllocations allocations) {
         this.handle = handle;
         this.device = device;
         this.kernelNodes = KernelNodes.empty();
         this.held = new HeldResources();
-        this.allocations = new GraphAllocations();
+        this.allocations = allocations;
         this.body = true;
         HeldResources release = held;
         List<CudaGraph> nested = bodies;
@@ -363,6 +366,7 @@ public final class CudaGraph implements AutoCloseable {
      */
     public GraphNode addMemFree(DeviceBuffer allocation, GraphNode... dependencies) {
         Objects.requireNonNull(allocation, "allocation");
+        ensureAllowedHere(GraphNodeType.MEM_FREE);
         if (ROOT.graphMemoryOf(allocation) != allocations) {
             throw new IllegalArgumentException(allocation + " is not memory this graph allocates: a free node frees "
                     + "only the graph's own allocations");
@@ -370,7 +374,6 @@ public final class CudaGraph implements AutoCloseable {
         if (!allocation.isAllocation()) {
             throw new IllegalArgumentException(allocation + " is a slice: free the whole allocation");
         }
-        ensureAllowedHere(GraphNodeType.MEM_FREE);
         List<MemorySegment> after = handles(dependencies);
         long address = allocation.handle().address();
         allocations.freed(address, allocation.toString());
@@ -736,11 +739,12 @@ public final class CudaGraph implements AutoCloseable {
     }
 
     /** Wraps the bodies the runtime made for a conditional node of the graph named {@code owner}. */
-    static List<CudaGraph> bodies(List<MemorySegment> handles, int device, ConditionalType type, String owner) {
+    static List<CudaGraph> bodies(List<MemorySegment> handles, int device, ConditionalType type, String owner,
+            GraphAllocations memory) {
         List<CudaGraph> wrapped = new ArrayList<>(handles.size());
         for (int i = 0; i < handles.size(); i++) {
             wrapped.add(new CudaGraph(handles.get(i), device, String.format("body %d (0x%016X) of a %s node in %s", i,
-                    handles.get(i).address(), type, owner)));
+                    handles.get(i).address(), type, owner), memory));
         }
         return wrapped;
     }
@@ -962,7 +966,7 @@ public final class CudaGraph implements AutoCloseable {
         useDevice();
         Graphs.ConditionalNode added = condition.addNode(graph, handles(dependencies), type, size);
         ConditionalNode node = new ConditionalNode(this, added.node(), type, condition,
-                bodies(added.bodies(), device, type, toString()));
+                bodies(added.bodies(), device, type, toString(), allocations));
         register(node);
         return node;
     }

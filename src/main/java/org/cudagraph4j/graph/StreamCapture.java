@@ -268,7 +268,7 @@ public final class StreamCapture implements AutoCloseable {
         }
         Graphs.ConditionalNode added = condition.addNode(current.graph(), current.dependencies(), type, size);
         ConditionalNode node = new ConditionalNode(null, added.node(), type, condition,
-                CudaGraph.bodies(added.bodies(), stream.device().ordinal(), type, toString()));
+                CudaGraph.bodies(added.bodies(), stream.device().ordinal(), type, toString(), capture.allocations()));
         conditionals.add(node);
         Graphs.setCaptureDependencies(stream.handle(), List.of(added.node()));
         return node;

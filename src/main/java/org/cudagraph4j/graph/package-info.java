@@ -21,8 +21,9 @@
  *   <li>The buffer is a {@linkplain org.cudagraph4j.DeviceBuffer#isGraphMemory() view} at an
  *       address fixed for the life of the graph. The memory behind it exists only while a launch
  *       runs between the two nodes, and its contents do not survive from one launch to the next.</li>
- *   <li>Only the graph's own nodes may use it: nodes added to that graph, or work captured into
- *       the capture that allocated it. Synchronous copies and memsets, eager launches and other
+ *   <li>Only the graph's own nodes may use it: nodes added to that graph or to its conditional
+ *       nodes' bodies (which hold no memory nodes themselves), or work captured into the capture
+ *       that allocated it. Synchronous copies and memsets, eager launches and other
  *       graphs are refused with {@link java.lang.IllegalStateException} or
  *       {@link java.lang.IllegalArgumentException} before anything reaches the device, where the
  *       access would be an illegal address that ruins the context.</li>

@@ -1,9 +1,11 @@
 package org.cudagraph4j.graph;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.Arrays;
 import java.util.List;
 import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaKernel;
@@ -137,6 +139,40 @@ class GraphMemoryGpuTest {
                     () -> other.addChildGraph(graph));
             assertTrue(child.getMessage().contains("holds memory nodes"), child.getMessage());
             assertThrows(IllegalArgumentException.class, () -> graph.addMemAlloc(ElementType.FLOAT32, 0));
+        }
+    }
+
+    @Test
+    void aConditionalBodyUsesItsGraphsMemoryButHoldsNoMemoryNodes() {
+        CudaDevice device = TestData.device();
+        device.makeCurrent();
+        CudaGraph closed = CudaGraph.create();
+        closed.close();
+        assertThrows(IllegalStateException.class, () -> closed.addMemAlloc(ElementType.FLOAT32, 16));
+        int n = 1024;
+        try (CudaStream stream = device.createStream(); DeviceBuffer out = device.allocateFloats(n);
+                CudaGraph graph = CudaGraph.create()) {
+            GraphAllocation scratch = graph.addMemAlloc(ElementType.FLOAT32, n);
+            ConditionalNode condition = graph.ifThen(graph.conditionalHandle(1, true), scratch.node());
+            CudaGraph body = condition.body();
+            body.addMemset(scratch.buffer(), 0x3f);
+            IllegalStateException alloc = assertThrows(IllegalStateException.class,
+                    () -> body.addMemAlloc(ElementType.FLOAT32, 16));
+            assertTrue(alloc.getMessage().contains("not a MEM_ALLOC node"), alloc.getMessage());
+            IllegalStateException free = assertThrows(IllegalStateException.class,
+                    () -> body.addMemFree(scratch.buffer()));
+            assertTrue(free.getMessage().contains("not a MEM_FREE node"), free.getMessage());
+            GraphNode back = graph.addMemcpy(out, scratch.buffer(), condition.node());
+            graph.addMemFree(scratch.buffer(), back);
+            try (GraphExec exec = graph.instantiate()) {
+                out.copyFrom(TestData.nans(n));
+                exec.launch(stream);
+                stream.synchronize();
+            }
+            float[] expected = new float[n];
+            Arrays.fill(expected, Float.intBitsToFloat(0x3f3f3f3f));
+            assertArrayEquals(expected, out.toFloatArray(),
+                    "the body's memset of the graph's scratch memory reached the copy after the node");
         }
     }
 
