@@ -274,12 +274,15 @@ struct Shape3 {
 
 /// Checks one kernel on one shape: lincomb with beta = 0 (C poisoned) and beta != 0, or bias+ReLU.
 static void check_gemm(const GemmKernel &k, const Shape3 &s, uint64_t seed) {
-  const int M = s.M, N = s.N, K = s.K;
+  // align4 with B stored [N,K] needs K (its leading dimension's minimum) a multiple of 4: such a
+  // kernel gets each shape with K rounded up to one, and the padded shapes' ldb 4 floats longer.
+  const bool vector_n = k.b_col_major && k.align_b == 4;
+  const int M = s.M, N = s.N, K = vector_n ? (s.K + 3) / 4 * 4 : s.K;
   bool pad = s.padded && k.align_b == 1;
   int off = pad ? 1 : 0;
   int lda = K + (pad ? 3 : 0);
   int ldb_row = N + (pad ? 5 : (k.align_b == 4 ? (4 - N % 4) % 4 : 0));  // B [K,N]
-  int ldb_col = K + (pad ? 5 : 0);                                     // B stored [N,K]
+  int ldb_col = K + (pad ? 5 : (vector_n && s.padded ? 4 : 0));        // B stored [N,K]
   int ldc = N + (pad ? 1 : 0);
   Rng rng(seed);
   std::vector<float> hA((size_t)M * lda + off), hB_row((size_t)K * ldb_row, 0.f), hB_col((size_t)N * ldb_col + off),
@@ -601,6 +604,8 @@ int main(int argc, char **argv) {
     cands.push_back({big_t4.name, [&] { launch_gemm(big_t4, n, n, n, 1, A.p, n, B.p, n, 0, nullptr, C.p, n); }});
     cands.push_back({"cuBLAS sgemm (row-major, B^T: T,N)", cublas_tn});
     cands.push_back({big_n.name, [&] { launch_gemm(big_n, n, n, n, 1, A.p, n, B.p, n, 0, nullptr, C.p, n); }});
+    const GemmKernel &big_n4 = find("cg4j_simt_sgemm_f32_128x128x16_3_tnt_align4_lincomb");
+    cands.push_back({big_n4.name, [&] { launch_gemm(big_n4, n, n, n, 1, A.p, n, B.p, n, 0, nullptr, C.p, n); }});
     for (auto &v : vars)
       if (!v.bias_relu)
         cands.push_back({v.name, [&, v] { launch_gemm(v, n, n, n, 1, A.p, n, B.p, n, 0, nullptr, C.p, n); }});
@@ -633,12 +638,16 @@ int main(int argc, char **argv) {
     const GemmKernel &seed_fused = find("cg4j_simt_sgemm_f32_64x32x16_3_tnt_align1_bias_f32_relu");
     const GemmKernel &seed_plain = find("cg4j_simt_sgemm_f32_64x32x16_3_tnt_align1_lincomb");
     const GemmKernel &big_fused = find("cg4j_simt_sgemm_f32_128x128x16_3_tnt_align1_bias_f32_relu");
+    const GemmKernel &big_fused4 = find("cg4j_simt_sgemm_f32_128x128x16_3_tnt_align4_bias_f32_relu");
+    const GemmKernel &seed_fused4 = find("cg4j_simt_sgemm_f32_64x32x16_3_tnt_align4_bias_f32_relu");
     std::vector<std::pair<std::string, std::function<void()>>> cands = {
         {"cuBLAS sgemm + cg4j epilogue (2 kernels)", [&] { cublas_lin(); epi(); }},
         {"cuBLAS sgemm alone", cublas_lin},
         {"cg4j epilogue alone <<<{" + std::to_string(eg.x) + ",2},{8,32}>>>", epi},
         {"fused " + big_fused.name, [&] { launch_gemm(big_fused, M, N, K, 0, X.p, K, W.p, K, 0, bias.p, Y.p, N); }},
+        {"fused " + big_fused4.name, [&] { launch_gemm(big_fused4, M, N, K, 0, X.p, K, W.p, K, 0, bias.p, Y.p, N); }},
         {"fused " + seed_fused.name, [&] { launch_gemm(seed_fused, M, N, K, 0, X.p, K, W.p, K, 0, bias.p, Y.p, N); }},
+        {"fused " + seed_fused4.name, [&] { launch_gemm(seed_fused4, M, N, K, 0, X.p, K, W.p, K, 0, bias.p, Y.p, N); }},
         {"seed 2 nodes: 64x32x16 lincomb + epilogue",
          [&] {
            launch_gemm(seed_plain, M, N, K, 1, X.p, K, W.p, K, 0, nullptr, Y.p, N);

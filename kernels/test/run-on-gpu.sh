@@ -29,5 +29,5 @@ fi
 set +e
 OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(nproc)}" "$BIN" "$KDIR/build" "$@" 2>&1 | tee "$OUTDIR/harness.log"
 rc=${PIPESTATUS[0]}
-grep -E "128x128x16_3_ttt_align4_lincomb" "$OUTDIR/sass-mix.sm_90.txt" 2>/dev/null | head -20
+grep -E "128x128x16_3_t[tn]t_align4_lincomb" "$OUTDIR/sass-mix.sm_90.txt" 2>/dev/null | head -20
 exit $rc

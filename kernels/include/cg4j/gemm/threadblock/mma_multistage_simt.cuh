@@ -1,17 +1,21 @@
 // cudagraph4j kernels: threadblock-scoped multistage SIMT matrix multiply-accumulate (the mainloop).
 //
-// Global -> shared copies run `Stages - 1` k-tiles ahead through a `cp.async` pipeline, issued at
-// the first k step(s) of the current tile; the math is plain FP32 FFMA from register
-// fragments that are double-buffered across the k steps of a tile.
+// Global -> shared copies run `Stages - 1` k-tiles ahead through a pipeline, issued at the first
+// k step(s) of the current tile; the math is plain FP32 FFMA from register fragments that are
+// double-buffered across the k steps of a tile.
 //
 // Shared-memory tiles are K-major ("A transposed"): for every k of the tile, kM contiguous floats
 // of A and kN contiguous floats of B. A thread's fragment for one k is then a few float4 loads:
-//   A: [kK][kM + 4]   4 floats of padding per k row, so the transposing 4-byte copies (8 k by
-//                     4 m per warp) hit 32 different banks.
+//   A: [kK][kM + 4]   4 floats of padding per k row.
 //   B 't' (row-major K x N, align1 or align4): [kK][kN], copied row by row, no transpose.
-//   B 'n' (column-major, stored [N,K]): [kK][kN + PaddingBn], transposing copies like A; with
+//   B 'n' (column-major, stored [N,K]): [kK][kN + PaddingBn], transposed like A; with
 //                     PaddingBn == 0 the 4-float groups of each k row are XOR-swizzled by (k & 7)
 //                     instead (no extra memory, one XOR per fragment load: the seed's 19200 B).
+// How each operand gets there is its tile loader (tile_loader_simt.cuh), chosen by B's layout and
+// alignment: A and 'n' B align1 by 4-byte cp.async; 't' B by 4- or 16-byte cp.async; 'n' B align4
+// by 16-byte loads into registers, spread over the k steps of the tile during which the other
+// copies of the same k-tile are in flight, each stored to shared memory a few k steps after its load
+// (the stage is free all through this tile: no warp reads it until the barrier of a later k step).
 //
 // Thread arrangement: the threadblock tile is split into warps (WarpShape); a warp's 32 lanes form
 // a kLanesM x kLanesN grid; each lane owns ThreadShape::kM x kN outputs as (kM/4) x (kN/4)
@@ -22,6 +26,7 @@
 #include "../../arch/cp_async.cuh"
 #include "../../gemm_shape.cuh"
 #include "../../layout.cuh"
+#include "tile_loader_simt.cuh"
 
 namespace cg4j {
 namespace gemm {
@@ -31,7 +36,7 @@ template <typename Shape_,        ///< GemmShape<kM, kN, kK> of the threadblock 
           typename WarpShape_,    ///< GemmShape<kM, kN, kK> of one warp's tile (kK == Shape::kK)
           typename ThreadShape_,  ///< ThreadShape<kM, kN> of one thread's outputs
           typename LayoutB_,      ///< layout::RowMajor ('t') or layout::ColumnMajor ('n')
-          int AlignmentB_,        ///< elements per global access of B: 1, or 4 for 't' B
+          int AlignmentB_,        ///< elements per global access of B: 1 or 4 (4 'n': K % 4 == 0 too)
           int Stages_,            ///< shared-memory pipeline depth (>= 2)
           int PaddingBn_ = 4,     ///< 'n' B: floats of padding per k row; 0 = XOR swizzle instead
           int CopySteps_ = 1>     ///< k steps over which a tile's copies are spread (1 .. kK-1)
@@ -60,35 +65,28 @@ class MmaMultistageSimt {
   static_assert(Shape::kM % WarpShape::kM == 0 && Shape::kN % WarpShape::kN == 0, "warp tiling");
   static_assert(kLanesM * kLanesN == 32, "a warp's lanes must tile its WarpShape exactly");
   static_assert(ThreadShape::kM % 4 == 0 && ThreadShape::kN % 4 == 0, "4x4 sub-tiles");
-  static_assert(kAlignmentB == 1 || (kAlignmentB == 4 && kBRowMajor), "align4 only for row-major B");
+  static_assert(kAlignmentB == 1 || kAlignmentB == 4, "B is copied 4 or 16 bytes at a time");
 
   // Shared-memory tile geometry (floats).
-  static constexpr int kLdA = Shape::kM + 4;
-  static constexpr bool kSwizzleB = !kBRowMajor && kPaddingBn == 0;
-  static constexpr int kLdB = Shape::kN + (kBRowMajor ? 0 : kPaddingBn);
+  static constexpr bool kSwizzleB = !kBRowMajor && PaddingBn_ == 0;
+  static_assert(kPaddingBn % 4 == 0, "rows must stay 16-byte aligned");
+  using SmemTileA = KMajorSmemTile<Shape::kM + 4, false>;
+  using SmemTileB = KMajorSmemTile<Shape::kN + (kBRowMajor ? 0 : kPaddingBn), kSwizzleB>;
+  static constexpr int kLdA = SmemTileA::kLd;
+  static constexpr int kLdB = SmemTileB::kLd;
   static constexpr int kStageA = Shape::kK * kLdA;
   static constexpr int kStageB = Shape::kK * kLdB;
-  static_assert(!kSwizzleB || Shape::kN % 32 == 0, "the 'n' swizzle permutes within 32 columns");
-  static_assert(kPaddingBn % 4 == 0, "rows must stay 16-byte aligned");
   /// The copies of the next tile are issued during k steps 0 .. kIssueSteps-1, between the math.
   /// Spreading them smooths issue, but keeps more addresses live (register pressure).
   static constexpr int kIssueSteps = CopySteps_;
   static_assert(kIssueSteps >= 1 && kIssueSteps < Shape::kK, "copies must be issued before the last k step");
 
-  // Global -> shared copy plan. A (and 'n' B): each thread owns one fixed k of the tile and
-  // walks rows; rows of one sweep are kThreads / kK apart.
-  static_assert(kThreads % Shape::kK == 0, "threads per k-column");
-  static constexpr int kRowsPerSweepKMajor = kThreads / Shape::kK;
-  static_assert(Shape::kM % kRowsPerSweepKMajor == 0, "A sweeps");
-  static_assert(kBRowMajor || Shape::kN % kRowsPerSweepKMajor == 0, "B sweeps");
-  static constexpr int kLoadsA = Shape::kM / kRowsPerSweepKMajor;
-  static constexpr int kLoadsBn = Shape::kN / kRowsPerSweepKMajor;
-  // 't' B: each thread owns kAlignmentB consecutive columns and walks k rows.
-  static constexpr int kThreadsPerBRow = kBRowMajor ? Shape::kN / kAlignmentB : kThreads;
-  static_assert(kThreads % kThreadsPerBRow == 0, "threads per B row");
-  static constexpr int kKPerSweepBt = kThreads / kThreadsPerBRow;
-  static_assert(!kBRowMajor || Shape::kK % kKPerSweepBt == 0, "B sweeps");
-  static constexpr int kLoadsBt = Shape::kK / kKPerSweepBt;
+  // Global -> shared tile loaders (tile_loader_simt.cuh).
+  using LoaderA = TileLoaderTransposeAsync<Shape::kM, Shape::kK, kThreads, kIssueSteps, SmemTileA>;
+  using LoaderB = typename DefaultTileLoaderB<LayoutB::kLetter, kAlignmentB, Shape::kN, Shape::kK, kThreads,
+                                              kIssueSteps, SmemTileB>::type;
+  static constexpr int kLoadsA = LoaderA::kLoads;
+  static_assert(!LoaderB::kStagedInRegisters || kIssueSteps == 1, "register-staged B keeps its own schedule");
 
   struct SharedStorage {
     float A[kStages * kStageA];
@@ -100,14 +98,17 @@ class MmaMultistageSimt {
     float v[ThreadShape::kM][ThreadShape::kN];
   };
 
-  /// Offset of element (k, n) in one stage of B in shared memory.
-  __device__ __forceinline__ static int smem_offset_b(int k, int n) {
-    if (kSwizzleB) {
-      return k * kLdB + (n ^ ((k & 7) << 2));
+  /// The register-staged loader also takes K; the cp.async ones predicate K per k-tile.
+  __device__ __forceinline__ static LoaderB make_loader_b(const float *B, int ldb, int N, int n0, int K, int tid) {
+    if constexpr (LoaderB::kStagedInRegisters) {
+      return LoaderB(B, ldb, N, n0, K, tid);
     } else {
-      return k * kLdB + n;
+      return LoaderB(B, ldb, N, n0, tid);
     }
   }
+
+  /// Offset of element (k, n) in one stage of B in shared memory.
+  __device__ __forceinline__ static int smem_offset_b(int k, int n) { return SmemTileB::offset(k, n); }
 
   /// Row (within the threadblock tile) of accumulator row `tm` of this thread.
   __device__ __forceinline__ static int thread_row(int warp_m, int lane_m, int tm) {
@@ -135,40 +136,8 @@ class MmaMultistageSimt {
     const int tid = threadIdx.x;
 
     // ---- global -> shared iterators ------------------------------------------------------------
-    // A: fixed k = a_k of the tile, rows a_row0 + i * kRowsPerSweepKMajor; the pointer advances
-    // by one k-tile per issued tile.
-    const int a_k = tid % Shape::kK;
-    const int a_row0 = tid / Shape::kK;
-    const float *a_src = A + (long long)(m0 + a_row0) * lda + a_k;
-    const long long a_sweep_stride = (long long)kRowsPerSweepKMajor * lda;
-    // Loads i < a_rows are inside M.
-    const int a_rows = (M - m0 - a_row0 + kRowsPerSweepKMajor - 1) / kRowsPerSweepKMajor;
-
-    // B: either like A over the N rows of the [N,K] matrix ('n'), or row-wise over K ('t').
-    const float *b_src;
-    long long b_sweep_stride;
-    long long b_tile_stride;
-    int b_k;           // 'n': fixed k;  't': first k row of this thread
-    int b_rows = 0;    // 'n': loads i < b_rows are inside N
-    int b_col = 0;     // 't': first column of this thread (within the tile)
-    int b_tail = 0;    // 't': floats of this thread's column group inside N (0 .. kAlignmentB)
-    if (!kBRowMajor) {
-      b_k = tid % Shape::kK;
-      const int b_row0 = tid / Shape::kK;
-      b_src = B + (long long)(n0 + b_row0) * ldb + b_k;
-      b_sweep_stride = (long long)kRowsPerSweepKMajor * ldb;
-      b_tile_stride = Shape::kK;
-      b_rows = (N - n0 - b_row0 + kRowsPerSweepKMajor - 1) / kRowsPerSweepKMajor;
-      b_col = b_row0;
-    } else {
-      b_col = (tid % kThreadsPerBRow) * kAlignmentB;
-      b_k = tid / kThreadsPerBRow;
-      b_src = B + (long long)b_k * ldb + n0 + b_col;
-      b_sweep_stride = (long long)kKPerSweepBt * ldb;
-      b_tile_stride = (long long)Shape::kK * ldb;
-      int avail = N - (n0 + b_col);
-      b_tail = avail <= 0 ? 0 : (avail >= kAlignmentB ? kAlignmentB : avail);
-    }
+    LoaderA loader_a(A, lda, M, m0, tid);
+    LoaderB loader_b = make_loader_b(B, ldb, N, n0, K, tid);
 
     const int k_tiles = (K + Shape::kK - 1) / Shape::kK;
     const unsigned smem_a = arch::smem_u32(smem.A);
@@ -184,64 +153,15 @@ class MmaMultistageSimt {
       const unsigned sB = smem_b + stage * (kStageB * 4);
       const int k_rem = K - kt * Shape::kK;
       if (k_rem >= Shape::kK) {
-#pragma unroll
-        for (int i = 0; i < kLoadsA; ++i) {
-          if (i % kIssueSteps != part) continue;
-          arch::cp_async_pred_4(sA + (a_k * kLdA + a_row0 + i * kRowsPerSweepKMajor) * 4, a_src + i * a_sweep_stride,
-                                i < a_rows);
-        }
-        if (!kBRowMajor) {
-#pragma unroll
-          for (int i = 0; i < kLoadsBn; ++i) {
-            if ((kLoadsA + i) % kIssueSteps != part) continue;
-            arch::cp_async_pred_4(sB + smem_offset_b(b_k, b_col + i * kRowsPerSweepKMajor) * 4,
-                                  b_src + i * b_sweep_stride, i < b_rows);
-          }
-        } else {
-#pragma unroll
-          for (int i = 0; i < kLoadsBt; ++i) {
-            if ((kLoadsA + i) % kIssueSteps != part) continue;
-            const unsigned dst = sB + smem_offset_b(b_k + i * kKPerSweepBt, b_col) * 4;
-            if (kAlignmentB == 1) {
-              arch::cp_async_pred_4(dst, b_src + i * b_sweep_stride, b_tail > 0);
-            } else {
-              arch::cp_async_zfill_16(dst, b_src + i * b_sweep_stride, b_tail * 4);
-            }
-          }
-        }
+        loader_a.issue_full(sA, part, 0);
+        if constexpr (!LoaderB::kStagedInRegisters) loader_b.issue_full(sB, part, kLoadsA);
       } else {
-        const bool a_k_ok = a_k < k_rem;
-#pragma unroll
-        for (int i = 0; i < kLoadsA; ++i) {
-          if (i % kIssueSteps != part) continue;
-          arch::cp_async_zfill_4(sA + (a_k * kLdA + a_row0 + i * kRowsPerSweepKMajor) * 4, a_src + i * a_sweep_stride,
-                                 a_k_ok && i < a_rows);
-        }
-        if (!kBRowMajor) {
-          const bool b_k_ok = b_k < k_rem;
-#pragma unroll
-          for (int i = 0; i < kLoadsBn; ++i) {
-            if ((kLoadsA + i) % kIssueSteps != part) continue;
-            arch::cp_async_zfill_4(sB + smem_offset_b(b_k, b_col + i * kRowsPerSweepKMajor) * 4,
-                                   b_src + i * b_sweep_stride, b_k_ok && i < b_rows);
-          }
-        } else {
-#pragma unroll
-          for (int i = 0; i < kLoadsBt; ++i) {
-            if ((kLoadsA + i) % kIssueSteps != part) continue;
-            const int k = b_k + i * kKPerSweepBt;
-            const unsigned dst = sB + smem_offset_b(k, b_col) * 4;
-            if (kAlignmentB == 1) {
-              arch::cp_async_zfill_4(dst, b_src + i * b_sweep_stride, k < k_rem && b_tail > 0);
-            } else {
-              arch::cp_async_zfill_16(dst, b_src + i * b_sweep_stride, k < k_rem ? b_tail * 4 : 0);
-            }
-          }
-        }
+        loader_a.issue_residue(sA, k_rem, part, 0);
+        if constexpr (!LoaderB::kStagedInRegisters) loader_b.issue_residue(sB, k_rem, part, kLoadsA);
       }
       if (part == kIssueSteps - 1) {
-        a_src += Shape::kK;
-        b_src += b_tile_stride;
+        loader_a.advance();
+        if constexpr (!LoaderB::kStagedInRegisters) loader_b.advance();
       }
     };
 
@@ -280,6 +200,7 @@ class MmaMultistageSimt {
       if (s < k_tiles) {
 #pragma unroll
         for (int part = 0; part < kIssueSteps; ++part) load_tile(s, s, part);
+        if constexpr (LoaderB::kStagedInRegisters) loader_b.copy_tile(smem.B + s * kStageB);
       }
       arch::cp_async_fence();
     }
@@ -307,6 +228,14 @@ class MmaMultistageSimt {
           if (kk == kIssueSteps - 1) {
             arch::cp_async_fence();
             write_stage = (write_stage + 1 == kStages) ? 0 : write_stage + 1;
+          }
+        }
+        if constexpr (LoaderB::kStagedInRegisters) {
+          // B of tile kt + kStages - 1, loaded into registers over this tile's k steps and stored into
+          // the stage the copies above went to (write_stage has moved on by one since step 0).
+          if (kt + kStages - 1 < k_tiles) {
+            loader_b.issue_at(kk);
+            loader_b.store_at(kk, smem.B + ((write_stage == 0) ? kStages - 1 : write_stage - 1) * kStageB);
           }
         }
 #pragma unroll

@@ -147,7 +147,7 @@ public final class Sgemm {
      * @param bias n floats for a bias+ReLU instance, else {@code null}
      * @throws IllegalArgumentException if a dimension is below 1, a buffer does not hold FLOAT32 or is shorter
      *     than its matrix, the output overlaps A or B, n needs more than 65535 tiles, a linear-combination instance
-     *     is given a bias, or B's leading dimension or offset is not a multiple of the instance's alignment
+     *     is given a bias, or B's leading dimension or address is not a multiple of the instance's alignment
      * @throws NullPointerException if {@code config}, a matrix, or the bias a bias+ReLU instance needs is null
      * @throws IllegalStateException if the stream, a buffer or the kernels are closed
      */
@@ -265,19 +265,21 @@ public final class Sgemm {
      * nearest shape in the tuning table ran fastest on a GEMV instance, that instance, where K and B
      * allow its 16-byte loads (A is taken to start aligned, as every allocation does; the multiply
      * methods that choose look at A itself and choose a tiled instance for an unaligned one); for one
-     * whose nearest shape ran fastest unsplit, that table's instance with one slice; otherwise, among the instances that do not split K with the right epilogue and B layout (and
-     * B aligned for vector loads where the instance needs it), the large tile when its grid fills
-     * every multiprocessor, else the smallest tile.
+     * whose nearest shape ran fastest unsplit, that table's instance with one slice; otherwise, among the instances
+     * that do not split K with the right epilogue and B layout (and B aligned for vector loads where the instance
+     * needs it), the large tile when its grid fills every multiprocessor, else the smallest tile, each with 16-byte
+     * loads of B where B's leading dimension (K when B is stored [n, k]) is a multiple of 4 and B starts 16-byte
+     * aligned, and with 4-byte loads otherwise.
      *
      * @param m rows of A and of the output, at least 1
      * @param n columns of op(B) and of the output, at least 1
      * @param k columns of A and rows of op(B)
      * @param bTransposed whether B is stored [n, k]
      * @param epilogue the epilogue wanted
-     * @param b B, whose offset decides whether instances with vector loads fit
+     * @param b B, whose address decides whether instances with vector loads fit
      * @return one of {@link ShippedKernels#gemmConfigs()}, with one slice
      * @throws IllegalArgumentException if m or n is below 1
-     * @throws IllegalStateException if no shipped instance has this epilogue and B layout
+     * @throws IllegalStateException if no shipped instance has this epilogue and B layout, or B is closed
      */
     public GemmConfig choose(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer b) {
         return choose(m, n, k, bTransposed, epilogue, null, b);
@@ -312,11 +314,11 @@ public final class Sgemm {
      * @param k columns of A and rows of op(B), at least 1
      * @param bTransposed whether B is stored [n, k]
      * @param epilogue the epilogue wanted
-     * @param b B, whose offset decides whether instances with vector loads fit
+     * @param b B, whose address decides whether instances with vector loads fit
      * @param workspace the workspace a split-K launch would use, or null for none
      * @return one of {@link ShippedKernels#gemmConfigs()}, possibly {@link GemmConfig#withSlices(int) with slices}
      * @throws IllegalArgumentException if m, n or k is below 1
-     * @throws IllegalStateException if no shipped instance has this epilogue and B layout
+     * @throws IllegalStateException if no shipped instance has this epilogue and B layout, or B is closed
      */
     public GemmConfig choose(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer b,
             GemmWorkspace workspace) {
@@ -391,11 +393,35 @@ public final class Sgemm {
 
     private GemmConfig chooseUnsplit(int m, int n, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer b,
             int ldb) {
-        int multiprocessors = kernels.multiprocessorCount();
-        List<GemmConfig> candidates = kernels.gemmConfigs().stream()
+        return chooseTiled(kernels.gemmConfigs(), kernels.multiprocessorCount(), m, n, ldb, bTransposed, epilogue,
+                b.address());
+    }
+
+    /**
+     * The rule for problems that are not split: among the tiled instances that do not split K with
+     * this epilogue and B layout and whose loads of B {@link #alignmentAllows fit} B, the large tile
+     * when its grid fills every multiprocessor, else the smallest tile; of two instances of one tile,
+     * the one with the wider loads of B. So the large {@code tnt} tile reads B 16 bytes at a time
+     * exactly when K is a multiple of 4 and B starts 16-byte aligned, and falls back to its align1
+     * twin otherwise.
+     *
+     * @param configs the shipped instances
+     * @param multiprocessors the device's multiprocessor count
+     * @param m rows of the output
+     * @param n columns of the output
+     * @param ldb B's leading dimension: k for B stored [n, k], else n
+     * @param bTransposed whether B is stored [n, k]
+     * @param epilogue the epilogue wanted
+     * @param bAddress B's device address
+     * @return one of {@code configs}
+     * @throws IllegalStateException if no instance has this epilogue and B layout
+     */
+    static GemmConfig chooseTiled(List<GemmConfig> configs, int multiprocessors, int m, int n, int ldb,
+            boolean bTransposed, GemmConfig.Epilogue epilogue, long bAddress) {
+        List<GemmConfig> candidates = configs.stream()
                 .filter(c -> c.mainloop() == GemmConfig.Mainloop.TILED && !c.splitK() && c.epilogue() == epilogue
                         && c.bTransposed() == bTransposed)
-                .filter(c -> fitsAlignment(c, ldb, b))
+                .filter(c -> alignmentAllows(c.alignment(), ldb, bAddress))
                 .toList();
         if (candidates.isEmpty()) {
             throw new IllegalStateException("no shipped sgemm instance for epilogue " + epilogue
@@ -406,7 +432,9 @@ public final class Sgemm {
         if (largest.grid(m, n).volume() >= multiprocessors) {
             return largest;
         }
-        return candidates.stream().min(byArea).orElseThrow();
+        return candidates.stream()
+                .min(byArea.thenComparing(Comparator.comparingInt(GemmConfig::alignment).reversed()))
+                .orElseThrow();
     }
 
     private static void checkDimensions(int m, int n, int k) {
@@ -438,7 +466,7 @@ public final class Sgemm {
         int ldb = config.bTransposed() ? k : n;
         if (!fitsAlignment(config, ldb, b)) {
             throw new IllegalArgumentException(config.kernelName() + " needs B's leading dimension (" + ldb
-                    + ") and offset to be multiples of " + config.alignment() + " floats");
+                    + ") and address to be multiples of " + config.alignment() + " floats");
         }
         if (config.mainloop() == GemmConfig.Mainloop.GEMV && !fitsGemv(k, a)) {
             throw new IllegalArgumentException(config.kernelName() + " reads A 4 floats at a time: it needs K (" + k
@@ -451,10 +479,24 @@ public final class Sgemm {
         return k % 4 == 0 && (a == null || a.address() % 16 == 0);
     }
 
-    /** Whether B's leading dimension and offset allow {@code config}'s vector loads. */
+    /** Whether B's leading dimension and address allow {@code config}'s vector loads. */
     private static boolean fitsAlignment(GemmConfig config, int ldb, DeviceBuffer b) {
-        int alignment = config.alignment();
-        return alignment == 1 || (ldb % alignment == 0 && b.byteOffset() % (Float.BYTES * (long) alignment) == 0);
+        return config.alignment() == 1 || alignmentAllows(config.alignment(), ldb, b.address());
+    }
+
+    /**
+     * Whether an instance that reads B {@code alignment} floats at a time may run on this B: every
+     * access must be {@code 4 * alignment} bytes aligned, so B's address and its leading dimension
+     * (k for B stored [n, k], where it also makes k a multiple of the alignment, else n) must be
+     * multiples of it. The kernels need nothing of K or N beyond that: where a group of 4 floats
+     * crosses the edge of the matrix, only its part inside is read.
+     *
+     * @param alignment elements per access of B: 1 or 4
+     * @param ldb B's leading dimension in floats
+     * @param bAddress B's device address in bytes
+     */
+    static boolean alignmentAllows(int alignment, int ldb, long bAddress) {
+        return alignment == 1 || (ldb % alignment == 0 && bAddress % (Float.BYTES * (long) alignment) == 0);
     }
 
     static void checkMatrix(String name, DeviceBuffer buffer, long elements) {

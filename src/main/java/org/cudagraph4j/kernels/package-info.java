@@ -21,7 +21,8 @@
  * of B, epilogue. {@link org.cudagraph4j.kernels.GemmConfig} describes each one, and
  * {@link org.cudagraph4j.kernels.Sgemm#choose Sgemm.choose} picks the 128x128 tile when its grid
  * fills every multiprocessor, the seed's 64x32 tile below that, and the instance with 16-byte loads
- * of B whenever B's leading dimension and offset allow them.
+ * of B whenever B's leading dimension and address allow them (for B stored [n, k]: K a multiple of 4
+ * and B 16-byte aligned), else the same tile with 4-byte loads.
  *
  * <p>{@code kernels/build.sh} compiles every instance into one cubin per architecture (sm_80, sm_86,
  * sm_89, sm_90, sm_100 and sm_120) plus PTX for compute_120, all packed in the jar with a manifest.
@@ -33,9 +34,10 @@
  *
  * <p>Performance, measured on one H200 (sm_90) against cuBLAS SGEMM without TF32 (see
  * {@code kernels/PERFORMANCE.md}): at 4096³ the large tile reaches 92.7% of cuBLAS with 16-byte
- * loads of B, 87.7% without them, and 82.6% with B transposed. The fused Linear is slower than
- * cuBLAS followed by the separate epilogue (0.79x at 2048 x 640 x 512). Only sm_90 was run; the
- * other cubins are built from the same source.
+ * loads of B, 87.7% without them, and 82.6% with B transposed and read 4 bytes at a time (the
+ * instances that read transposed B 16 bytes at a time are built but not yet measured). The fused
+ * Linear is slower than cuBLAS followed by the separate epilogue (0.79x at 2048 x 640 x 512). Only
+ * sm_90 was run; the other cubins are built from the same source.
  *
  * <p>Thread safety: {@link org.cudagraph4j.kernels.ShippedKernels} may be shared and used from
  * several threads; {@link org.cudagraph4j.kernels.Sgemm}, {@link org.cudagraph4j.kernels.BiasRelu}

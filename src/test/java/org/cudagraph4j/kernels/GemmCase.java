@@ -8,7 +8,8 @@ import org.cudagraph4j.TestData;
 /**
  * One random sgemm problem on the device, with its float64 references: {@code 1.5·A·op(B) − 0.75·C}
  * for linear-combination instances and {@code relu(A·op(B) + bias)} for bias+ReLU ones.
- * {@link #check} runs an instance on it and compares, with the output poisoned or reset first.
+ * {@link #check} runs an instance on it and compares, with the output poisoned or reset first;
+ * {@link #run} returns the output. B may be a slice that starts some floats into its allocation.
  */
 final class GemmCase implements AutoCloseable {
     final long seed = TestData.newSeed();
@@ -19,11 +20,17 @@ final class GemmCase implements AutoCloseable {
     private final double[] linear;
     private final double[] fused;
     private final DeviceBuffer a;
+    private final DeviceBuffer bAllocation;
     private final DeviceBuffer b;
     private final DeviceBuffer bias;
     private final DeviceBuffer out;
 
     GemmCase(CudaDevice device, int m, int n, int k, boolean bTransposed) {
+        this(device, m, n, k, bTransposed, 0);
+    }
+
+    /** As the other constructor, with B a slice {@code bOffset} floats into its allocation. */
+    GemmCase(CudaDevice device, int m, int n, int k, boolean bTransposed, int bOffset) {
         this.m = m;
         this.n = n;
         this.k = k;
@@ -34,32 +41,55 @@ final class GemmCase implements AutoCloseable {
         this.linear = Reference.gemm(m, n, k, 1.5, hostA, hostB, bTransposed, -0.75, c);
         this.fused = Reference.biasRelu(Reference.gemm(m, n, k, 1, hostA, hostB, bTransposed, 0, c), m, n, hostBias);
         this.a = TestData.upload(device, hostA);
-        this.b = TestData.upload(device, hostB);
+        float[] shiftedB = new float[bOffset + hostB.length];
+        System.arraycopy(hostB, 0, shiftedB, bOffset, hostB.length);
+        this.bAllocation = TestData.upload(device, shiftedB);
+        this.b = bOffset == 0 ? bAllocation : bAllocation.slice(bOffset, hostB.length);
         this.bias = TestData.upload(device, hostBias);
         this.out = device.allocateFloats((long) m * n);
     }
 
     /** Runs {@code config} (through {@code workspace}, which may be null) and compares with the reference. */
     void check(ShippedKernels kernels, CudaStream stream, GemmConfig config, GemmWorkspace workspace) {
-        String what = config.kernelName() + (config.splitK() ? " slices=" + config.slices() : "") + " "
-                + TestData.seedDescription(seed);
+        Reference.assertClose(expected(config.epilogue()), run(kernels, stream, config, workspace),
+                describe(config));
+    }
+
+    /**
+     * Runs {@code config} and returns the output: for a linear combination C reset to its random
+     * values first, for bias+ReLU the output poisoned with NaN first.
+     */
+    float[] run(ShippedKernels kernels, CudaStream stream, GemmConfig config, GemmWorkspace workspace) {
         if (config.epilogue() == GemmConfig.Epilogue.LINEAR_COMBINATION) {
             out.copyFrom(c);
             kernels.sgemm().multiply(stream, config, GemmOperands.linearCombination(m, n, k, 1.5f, a, b, -0.75f, out),
                     workspace);
-            stream.synchronize();
-            Reference.assertClose(linear, out.toFloatArray(), what);
         } else {
             out.memset(0xFF);
             kernels.sgemm().multiply(stream, config, GemmOperands.biasRelu(m, n, k, a, b, bias, out), workspace);
-            stream.synchronize();
-            Reference.assertClose(fused, out.toFloatArray(), what);
         }
+        stream.synchronize();
+        return out.toFloatArray();
+    }
+
+    /** The float64 reference of an instance with this epilogue. */
+    double[] expected(GemmConfig.Epilogue epilogue) {
+        return epilogue == GemmConfig.Epilogue.LINEAR_COMBINATION ? linear : fused;
+    }
+
+    /** B as the instances see it. */
+    DeviceBuffer b() {
+        return b;
+    }
+
+    String describe(GemmConfig config) {
+        return config.kernelName() + (config.splitK() ? " slices=" + config.slices() : "") + " m=" + m + " n=" + n
+                + " k=" + k + " " + TestData.seedDescription(seed);
     }
 
     @Override
     public void close() {
-        try (a; b; bias) {
+        try (a; bAllocation; bias) {
             out.close();
         }
     }

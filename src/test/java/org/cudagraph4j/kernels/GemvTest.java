@@ -105,7 +105,7 @@ class GemvTest {
             Object biasOrNull = gemv.epilogue() == GemmConfig.Epilogue.BIAS_RELU ? bias : null;
             IllegalArgumentException oddK = assertThrows(IllegalArgumentException.class, () -> kernels.sgemm()
                     .multiply(stream, gemv, 8, 64, 130, 1f, a, b, 0f, c, (DeviceBuffer) biasOrNull));
-            assertTrue(oddK.getMessage().contains("needs B's leading dimension (130) and offset to be multiples of 4"),
+            assertTrue(oddK.getMessage().contains("needs B's leading dimension (130) and address to be multiples of 4"),
                     oddK.getMessage());
             DeviceBuffer shiftedA = a.slice(1, 8 * 128);
             IllegalArgumentException misalignedA = assertThrows(IllegalArgumentException.class, () -> kernels.sgemm()

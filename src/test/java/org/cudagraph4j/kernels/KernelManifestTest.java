@@ -67,4 +67,24 @@ class KernelManifestTest {
         }
         assertTrue(manifest.epilogueKernel().contains("bias"), manifest.epilogueKernel());
     }
+
+    @Test
+    void theTransposedLayoutsTilesReadBSixteenBytesAtATimeInTheSameSharedMemory() {
+        for (String tile : new String[] {"64x32x16", "128x128x16"}) {
+            for (String epilogue : new String[] {"lincomb", "bias_f32_relu"}) {
+                String prefix = "cg4j_simt_sgemm_f32_" + tile + "_3_tnt_align";
+                GemmConfig align4 = config(prefix + "4_" + epilogue);
+                GemmConfig align1 = config(prefix + "1_" + epilogue);
+                assertTrue(align4.bTransposed() && align4.alignment() == 4 && !align4.splitK(), align4.toString());
+                assertEquals(align1.sharedMemBytes(), align4.sharedMemBytes(), tile);
+                assertEquals(align1.threads(), align4.threads(), tile);
+            }
+        }
+        assertEquals(50688, config("cg4j_simt_sgemm_f32_128x128x16_3_tnt_align4_lincomb").sharedMemBytes());
+    }
+
+    private GemmConfig config(String name) {
+        return manifest.gemmConfigs().stream().filter(c -> c.kernelName().equals(name)).findFirst()
+                .orElseThrow(() -> new AssertionError(name + " is not in the manifest"));
+    }
 }

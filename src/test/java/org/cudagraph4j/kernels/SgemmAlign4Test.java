@@ -1,0 +1,211 @@
+package org.cudagraph4j.kernels;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.stream.Stream;
+import org.cudagraph4j.CudaDevice;
+import org.cudagraph4j.CudaStream;
+import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.GpuTest;
+import org.cudagraph4j.TestData;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The {@code tnt_align4} instances (B stored [n, k], read 16 bytes at a time and transposed through
+ * registers): against float64 where they are legal, bit for bit against their align1 twins (the
+ * loader changes how B reaches shared memory, not the arithmetic) and run to run, and the fallback
+ * to align1 where K or B's address rules them out.
+ */
+@GpuTest
+class SgemmAlign4Test {
+    private static CudaDevice device;
+    private static ShippedKernels kernels;
+    private static CudaStream stream;
+
+    @BeforeAll
+    static void load() {
+        device = TestData.device();
+        kernels = ShippedKernels.load(device);
+        stream = device.createStream();
+    }
+
+    @AfterAll
+    static void close() {
+        stream.close();
+        kernels.close();
+    }
+
+    private static List<GemmConfig> transposedAlign4() {
+        List<GemmConfig> configs = kernels.gemmConfigs().stream()
+                .filter(c -> c.mainloop() == GemmConfig.Mainloop.TILED && c.bTransposed() && c.alignment() == 4)
+                .toList();
+        assertEquals(4, configs.size(), "the 128x128 and 64x32 tiles, both epilogues: " + configs);
+        return configs;
+    }
+
+    private static GemmConfig twin(GemmConfig config) {
+        String name = config.kernelName().replace("_align4_", "_align1_");
+        return kernels.gemmConfigs().stream().filter(c -> c.kernelName().equals(name)).findFirst().orElseThrow();
+    }
+
+    /**
+     * K a multiple of 4 (B's leading dimension is K), M and N not multiples of any tile, and K ending
+     * 4, 8, 12 or 0 floats into its last 16-deep k-tile; under a sanitizer the small ones only.
+     */
+    static Stream<Arguments> legalShapes() {
+        int[][] shapes = {{1, 1, 4}, {7, 9, 8}, {63, 65, 12}, {129, 127, 20}, {127, 129, 132}, {65, 257, 48},
+                {300, 200, 1000}, {1000, 1023, 1024}, {2048, 640, 512}};
+        int[][] sanitized = {{1, 1, 4}, {63, 65, 12}, {129, 127, 20}};
+        return Stream.of(TestData.underSanitizer() ? sanitized : shapes).map(s -> Arguments.of(s[0], s[1], s[2]));
+    }
+
+    @ParameterizedTest(name = "m={0} n={1} k={2}")
+    @MethodSource("legalShapes")
+    void matchesTheDoubleReferenceItsAlign1TwinAndItselfRunToRun(int m, int n, int k) {
+        try (GemmCase problem = new GemmCase(device, m, n, k, true)) {
+            for (GemmConfig config : transposedAlign4()) {
+                String what = problem.describe(config);
+                float[] first = problem.run(kernels, stream, config, null);
+                Reference.assertClose(problem.expected(config.epilogue()), first, what);
+                for (int run = 1; run < 3; run++) {
+                    assertArrayEquals(bits(first), bits(problem.run(kernels, stream, config, null)),
+                            what + " run " + run);
+                }
+                assertArrayEquals(bits(first), bits(problem.run(kernels, stream, twin(config), null)),
+                        what + " against " + twin(config).kernelName());
+            }
+        }
+    }
+
+    @Test
+    void betaZeroDoesNotReadThePoisonedOutput() {
+        int m = 300;
+        int n = 200;
+        int k = 100;
+        long seed = TestData.newSeed();
+        float[] a = TestData.randomFloats(m * k, seed);
+        float[] b = TestData.randomFloats(k * n, seed + 1);
+        double[] expected = Reference.gemm(m, n, k, 2, a, b, true, 0, null);
+        try (DeviceBuffer da = TestData.upload(device, a); DeviceBuffer db = TestData.upload(device, b);
+                DeviceBuffer dc = device.allocateFloats(m * n)) {
+            for (GemmConfig config : transposedAlign4()) {
+                if (config.epilogue() != GemmConfig.Epilogue.LINEAR_COMBINATION) {
+                    continue;
+                }
+                dc.memset(0xFF);
+                kernels.sgemm().multiply(stream, config, m, n, k, 2f, da, db, 0f, dc, null);
+                stream.synchronize();
+                Reference.assertClose(expected, dc.toFloatArray(), config.kernelName() + " "
+                        + TestData.seedDescription(seed));
+            }
+        }
+    }
+
+    @Test
+    void thePinnedInstanceRefusesAnOddKAndAMisalignedB() {
+        for (GemmConfig config : transposedAlign4()) {
+            try (DeviceBuffer a = device.allocateFloats(8 * 132); DeviceBuffer b = device.allocateFloats(64 * 132 + 4);
+                    DeviceBuffer bias = device.allocateFloats(64); DeviceBuffer c = device.allocateFloats(8 * 64)) {
+                DeviceBuffer biasOrNull = config.epilogue() == GemmConfig.Epilogue.BIAS_RELU ? bias : null;
+                IllegalArgumentException oddK = assertThrows(IllegalArgumentException.class, () -> kernels.sgemm()
+                        .multiply(stream, config, 8, 64, 131, 1f, a, b, 0f, c, biasOrNull));
+                assertEquals(config.kernelName() + " needs B's leading dimension (131) and address to be multiples of 4"
+                        + " floats", oddK.getMessage());
+                assertThrows(IllegalArgumentException.class, () -> kernels.sgemm()
+                        .multiply(stream, config, 8, 64, 130, 1f, a, b, 0f, c, biasOrNull), "K = 2 mod 4");
+                DeviceBuffer shifted = b.slice(1, 64 * 128);
+                assertThrows(IllegalArgumentException.class, () -> kernels.sgemm()
+                        .multiply(stream, config, 8, 64, 128, 1f, a, shifted, 0f, c, biasOrNull), "B 4 bytes in");
+                DeviceBuffer shiftedByFour = b.slice(4, 64 * 128);
+                kernels.sgemm().multiply(stream, config, 8, 64, 128, 1f, a, shiftedByFour, 0f, c, biasOrNull);
+                stream.synchronize();
+            }
+        }
+    }
+
+    @Test
+    void theChooserTakesAlign4OnlyWhereBAllowsIt() {
+        try (DeviceBuffer b = device.allocateFloats(4096L * 4096 + 4)) {
+            for (GemmConfig.Epilogue epilogue : GemmConfig.Epilogue.values()) {
+                GemmConfig legal = kernels.sgemm().choose(4096, 4096, 4096, true, epilogue, b);
+                assertEquals(4, legal.alignment(), legal.toString());
+                assertEquals(128 * 128, legal.tileM() * legal.tileN(), legal.toString());
+                assertEquals(4, kernels.sgemm().choose(4096, 4096, 4096, true, epilogue, b.slice(4, 4096L * 4096))
+                        .alignment(), "a slice 16 bytes in");
+                GemmConfig misaligned = kernels.sgemm().choose(4096, 4096, 4096, true, epilogue,
+                        b.slice(1, 4096L * 4096));
+                assertEquals(twin(legal), misaligned, "a slice 4 bytes in");
+                assertEquals(twin(legal), kernels.sgemm().choose(4096, 4096, 4095, true, epilogue, b), "odd K");
+            }
+        }
+    }
+
+    /**
+     * Through the choosing entry points, at a size that takes the large tile (10 columns of tiles, and
+     * enough rows of them to cover every multiprocessor): K a multiple of 4 on an aligned B takes
+     * align4; an odd K, or B a slice one float into its allocation, takes align1; every one against
+     * float64, its output poisoned.
+     */
+    @Test
+    void fusedLinearsFallBackToAlign1ForAnOddKOrAMisalignedSliceOfBAndAreRight() {
+        int n = 1280;
+        int m = Math.max(257, 128 * (device.properties().multiprocessorCount() / 10 + 1) - 1);
+        record Case(int k, int bOffset, int alignment) {}
+        assertTrue(m > 256, "above the tuning table's batches, nothing is split");
+        for (Case c : List.of(new Case(132, 0, 4), new Case(131, 0, 1), new Case(132, 1, 1), new Case(129, 1, 1))) {
+            try (GemmCase problem = new GemmCase(device, m, n, c.k(), true, c.bOffset())) {
+                GemmConfig chosen = kernels.sgemm().choose(m, n, c.k(), true, GemmConfig.Epilogue.BIAS_RELU,
+                        problem.b());
+                assertEquals(c.alignment(), chosen.alignment(), c + " " + chosen);
+                assertEquals(128, chosen.tileM(), chosen.toString());
+                float[] first = problem.run(kernels, stream, chosen, null);
+                Reference.assertClose(problem.expected(GemmConfig.Epilogue.BIAS_RELU), first, problem.describe(chosen));
+                assertArrayEquals(bits(first), bits(problem.run(kernels, stream, chosen, null)),
+                        problem.describe(chosen) + " second run");
+            }
+        }
+    }
+
+    @Test
+    void theChoosingMultiplyMatchesThePinnedInstanceBitForBit() {
+        int n = 1280;
+        int m = Math.max(257, 128 * (device.properties().multiprocessorCount() / 10 + 1));
+        int k = 132;
+        long seed = TestData.newSeed();
+        float[] a = TestData.randomFloats(m * k, seed);
+        float[] b = TestData.randomFloats(k * n, seed + 1);
+        float[] bias = TestData.randomFloats(n, seed + 2);
+        try (DeviceBuffer da = TestData.upload(device, a); DeviceBuffer db = TestData.upload(device, b);
+                DeviceBuffer dbias = TestData.upload(device, bias); DeviceBuffer chosen = device.allocateFloats(m * n);
+                DeviceBuffer pinned = device.allocateFloats(m * n)) {
+            GemmConfig config = kernels.sgemm().choose(m, n, k, true, GemmConfig.Epilogue.BIAS_RELU, db);
+            assertEquals("cg4j_simt_sgemm_f32_128x128x16_3_tnt_align4_bias_f32_relu", config.kernelName());
+            chosen.memset(0xFF);
+            pinned.memset(0xFF);
+            kernels.sgemm().multiplyBiasRelu(stream, m, n, k, da, db, true, dbias, chosen);
+            kernels.sgemm().multiply(stream, config, m, n, k, 1f, da, db, 0f, pinned, dbias);
+            stream.synchronize();
+            float[] out = chosen.toFloatArray();
+            assertFalse(Float.isNaN(out[out.length - 1]), "the last element was written");
+            assertArrayEquals(bits(pinned.toFloatArray()), bits(out), TestData.seedDescription(seed));
+        }
+    }
+
+    private static int[] bits(float[] values) {
+        int[] bits = new int[values.length];
+        for (int i = 0; i < values.length; i++) {
+            bits[i] = Float.floatToRawIntBits(values[i]);
+        }
+        return bits;
+    }
+}
