@@ -401,9 +401,12 @@ public final class Sgemm {
      * The rule for problems that are not split: among the tiled instances that do not split K with
      * this epilogue and B layout and whose loads of B {@link #alignmentAllows fit} B, the large tile
      * when its grid fills every multiprocessor, else the smallest tile; of two instances of one tile,
-     * the one with the wider loads of B. So the large {@code tnt} tile reads B 16 bytes at a time
-     * exactly when K is a multiple of 4 and B starts 16-byte aligned, and falls back to its align1
-     * twin otherwise.
+     * the one measured faster on the H200 (2026-12-01, one run of the native harness). That is the
+     * one with the wider loads of B, except for the large tile with B stored [n, k], whose 16-byte
+     * loader stages B through registers and lost to its cp.async align1 twin (39.4 against 42.2
+     * TFLOP/s at 4096³): it keeps align1. The seed tile with B stored [n, k] reads B 16 bytes at a
+     * time when K is a multiple of 4 and B starts 16-byte aligned (at 2048×640×512 with bias and
+     * ReLU, 0.85× against 0.62× the time of cuBLAS plus the epilogue), and its align1 twin otherwise.
      *
      * @param configs the shipped instances
      * @param multiprocessors the device's multiprocessor count
@@ -428,7 +431,9 @@ public final class Sgemm {
                     + (bTransposed ? " with B transposed" : ""));
         }
         Comparator<GemmConfig> byArea = Comparator.comparingInt(c -> c.tileM() * c.tileN());
-        GemmConfig largest = candidates.stream().max(byArea.thenComparingInt(GemmConfig::alignment)).orElseThrow();
+        Comparator<GemmConfig> fasterLargeTile = Comparator.comparingInt(c -> c.bTransposed() ? -c.alignment()
+                : c.alignment());
+        GemmConfig largest = candidates.stream().max(byArea.thenComparing(fasterLargeTile)).orElseThrow();
         if (largest.grid(m, n).volume() >= multiprocessors) {
             return largest;
         }

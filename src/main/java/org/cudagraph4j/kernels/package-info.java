@@ -34,10 +34,10 @@
  *
  * <p>Performance, measured on one H200 (sm_90) against cuBLAS SGEMM without TF32 (see
  * {@code kernels/PERFORMANCE.md}): at 4096³ the large tile reaches 92.7% of cuBLAS with 16-byte
- * loads of B, 87.7% without them, and 82.6% with B transposed and read 4 bytes at a time (the
- * instances that read transposed B 16 bytes at a time are built but not yet measured). The fused
- * Linear is slower than cuBLAS followed by the separate epilogue (0.79x at 2048 x 640 x 512). Only
- * sm_90 was run; the other cubins are built from the same source.
+ * loads of B, 87.7% without them, and 83.6% with B transposed (its 16-byte loader, staged through
+ * registers, measured 78.1%, so the large tile keeps the 4-byte one). The fused Linear is slower
+ * than cuBLAS followed by the separate epilogue: 0.85x at 2048 x 640 x 512, on the seed tile with
+ * B read 16 bytes at a time. Only sm_90 was run; the other cubins are built from the same source.
  *
  * <p>Thread safety: {@link org.cudagraph4j.kernels.ShippedKernels} may be shared and used from
  * several threads; {@link org.cudagraph4j.kernels.Sgemm}, {@link org.cudagraph4j.kernels.BiasRelu}

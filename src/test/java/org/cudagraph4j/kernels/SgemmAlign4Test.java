@@ -135,39 +135,41 @@ class SgemmAlign4Test {
 
     @Test
     void theChooserTakesAlign4OnlyWhereBAllowsIt() {
-        try (DeviceBuffer b = device.allocateFloats(4096L * 4096 + 4)) {
+        assertTrue(device.properties().multiprocessorCount() > 16 * 5, "the large tile's 80 blocks leave SMs idle");
+        try (DeviceBuffer b = device.allocateFloats(640L * 512 + 4)) {
             for (GemmConfig.Epilogue epilogue : GemmConfig.Epilogue.values()) {
-                GemmConfig legal = kernels.sgemm().choose(4096, 4096, 4096, true, epilogue, b);
+                GemmConfig legal = kernels.sgemm().choose(2048, 640, 512, true, epilogue, b);
                 assertEquals(4, legal.alignment(), legal.toString());
-                assertEquals(128 * 128, legal.tileM() * legal.tileN(), legal.toString());
-                assertEquals(4, kernels.sgemm().choose(4096, 4096, 4096, true, epilogue, b.slice(4, 4096L * 4096))
+                assertEquals(64 * 32, legal.tileM() * legal.tileN(), legal.toString());
+                assertEquals(4, kernels.sgemm().choose(2048, 640, 512, true, epilogue, b.slice(4, 640L * 512))
                         .alignment(), "a slice 16 bytes in");
-                GemmConfig misaligned = kernels.sgemm().choose(4096, 4096, 4096, true, epilogue,
-                        b.slice(1, 4096L * 4096));
+                GemmConfig misaligned = kernels.sgemm().choose(2048, 640, 512, true, epilogue, b.slice(1, 640L * 512));
                 assertEquals(twin(legal), misaligned, "a slice 4 bytes in");
-                assertEquals(twin(legal), kernels.sgemm().choose(4096, 4096, 4095, true, epilogue, b), "odd K");
+                assertEquals(twin(legal), kernels.sgemm().choose(2048, 640, 511, true, epilogue, b), "odd K");
+                assertEquals(1, kernels.sgemm().choose(4096, 4096, 4096, true, epilogue, b).alignment(),
+                        "the large tile keeps the loader that measured faster");
             }
         }
     }
 
     /**
-     * Through the choosing entry points, at a size that takes the large tile (10 columns of tiles, and
-     * enough rows of them to cover every multiprocessor): K a multiple of 4 on an aligned B takes
-     * align4; an odd K, or B a slice one float into its allocation, takes align1; every one against
-     * float64, its output poisoned.
+     * Through the choosing entry points, at the seed's size, which takes the seed tile (the large
+     * tile's grid would leave multiprocessors idle): K a multiple of 4 on an aligned B takes align4;
+     * an odd K, or B a slice one float into its allocation, takes align1; every one against float64,
+     * its output poisoned, and bit-identical from run to run.
      */
     @Test
     void fusedLinearsFallBackToAlign1ForAnOddKOrAMisalignedSliceOfBAndAreRight() {
-        int n = 1280;
-        int m = Math.max(257, 128 * (device.properties().multiprocessorCount() / 10 + 1) - 1);
+        int m = 2048;
+        int n = 640;
+        assertTrue(device.properties().multiprocessorCount() > 16 * 5, "the large tile's 80 blocks leave SMs idle");
         record Case(int k, int bOffset, int alignment) {}
-        assertTrue(m > 256, "above the tuning table's batches, nothing is split");
         for (Case c : List.of(new Case(132, 0, 4), new Case(131, 0, 1), new Case(132, 1, 1), new Case(129, 1, 1))) {
             try (GemmCase problem = new GemmCase(device, m, n, c.k(), true, c.bOffset())) {
                 GemmConfig chosen = kernels.sgemm().choose(m, n, c.k(), true, GemmConfig.Epilogue.BIAS_RELU,
                         problem.b());
                 assertEquals(c.alignment(), chosen.alignment(), c + " " + chosen);
-                assertEquals(128, chosen.tileM(), chosen.toString());
+                assertEquals(64, chosen.tileM(), chosen.toString());
                 float[] first = problem.run(kernels, stream, chosen, null);
                 Reference.assertClose(problem.expected(GemmConfig.Epilogue.BIAS_RELU), first, problem.describe(chosen));
                 assertArrayEquals(bits(first), bits(problem.run(kernels, stream, chosen, null)),
@@ -178,8 +180,8 @@ class SgemmAlign4Test {
 
     @Test
     void theChoosingMultiplyMatchesThePinnedInstanceBitForBit() {
-        int n = 1280;
-        int m = Math.max(257, 128 * (device.properties().multiprocessorCount() / 10 + 1));
+        int m = 2048;
+        int n = 640;
         int k = 132;
         long seed = TestData.newSeed();
         float[] a = TestData.randomFloats(m * k, seed);
@@ -189,7 +191,7 @@ class SgemmAlign4Test {
                 DeviceBuffer dbias = TestData.upload(device, bias); DeviceBuffer chosen = device.allocateFloats(m * n);
                 DeviceBuffer pinned = device.allocateFloats(m * n)) {
             GemmConfig config = kernels.sgemm().choose(m, n, k, true, GemmConfig.Epilogue.BIAS_RELU, db);
-            assertEquals("cg4j_simt_sgemm_f32_128x128x16_3_tnt_align4_bias_f32_relu", config.kernelName());
+            assertEquals("cg4j_simt_sgemm_f32_64x32x16_3_tnt_align4_bias_f32_relu", config.kernelName());
             chosen.memset(0xFF);
             pinned.memset(0xFF);
             kernels.sgemm().multiplyBiasRelu(stream, m, n, k, da, db, true, dbias, chosen);

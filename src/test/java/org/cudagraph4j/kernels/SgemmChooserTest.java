@@ -9,8 +9,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The rule that picks an unsplit tiled instance, on the shipped manifest and without a GPU: an
- * instance with 16-byte loads of B only where B's leading dimension and address allow them, and its
- * align1 twin otherwise.
+ * instance with 16-byte loads of B only where B's leading dimension and address allow them and it
+ * measured faster than its align1 twin, which is taken otherwise.
  */
 class SgemmChooserTest {
     private static final List<GemmConfig> CONFIGS = KernelManifest.load().gemmConfigs();
@@ -40,16 +40,12 @@ class SgemmChooserTest {
     }
 
     @Test
-    void theLinearLayoutsLargeTileReadsBSixteenBytesAtATimeWhereThatIsLegal() {
+    void theLinearLayoutsLargeTileKeepsItsAlign1LoaderWhichMeasuredFasterThanTheSixteenByteOne() {
         for (GemmConfig.Epilogue epilogue : GemmConfig.Epilogue.values()) {
-            String align4 = "cg4j_simt_sgemm_f32_128x128x16_3_tnt_align4_" + suffix(epilogue);
             String align1 = "cg4j_simt_sgemm_f32_128x128x16_3_tnt_align1_" + suffix(epilogue);
-            assertEquals(align4, choose(4096, 4096, 4096, true, epilogue, ALLOCATION));
-            assertEquals(align4, choose(4096, 4096, 4100, true, epilogue, ALLOCATION + 16), "K not a multiple of 16");
+            assertEquals(align1, choose(4096, 4096, 4096, true, epilogue, ALLOCATION), "16-byte loads legal");
             assertEquals(align1, choose(4096, 4096, 4095, true, epilogue, ALLOCATION), "odd K");
-            assertEquals(align1, choose(4096, 4096, 4094, true, epilogue, ALLOCATION), "K = 2 mod 4");
             assertEquals(align1, choose(4096, 4096, 4096, true, epilogue, ALLOCATION + 4), "B a slice 1 float in");
-            assertEquals(align1, choose(4096, 4096, 4096, true, epilogue, ALLOCATION + 8), "B a slice 2 floats in");
         }
     }
 
