@@ -2,10 +2,10 @@ package org.cudagraph4j;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
-import org.cudagraph4j.internal.CaptureTracker;
-import org.cudagraph4j.internal.Lifetime;
-import org.cudagraph4j.internal.LiveCounters;
 import org.cudagraph4j.internal.Streams;
+import org.cudagraph4j.internal.lifetime.CaptureTracker;
+import org.cudagraph4j.internal.lifetime.Lifetime;
+import org.cudagraph4j.internal.lifetime.LiveCounters;
 
 /**
  * A CUDA event: a marker recorded into a stream, to wait on or to time with.

@@ -2,11 +2,11 @@ package org.cudagraph4j;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
-import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.Libraries;
-import org.cudagraph4j.internal.Lifetime;
+import org.cudagraph4j.internal.lifetime.CaptureTracker;
+import org.cudagraph4j.internal.lifetime.Lifetime;
 
 /**
  * A kernel ({@code cudaKernel_t}) of a {@link CudaLibrary}. It knows its library and symbol name,

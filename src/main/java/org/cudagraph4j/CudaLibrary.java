@@ -17,10 +17,10 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
-import org.cudagraph4j.internal.ImageValidator;
 import org.cudagraph4j.internal.Libraries;
-import org.cudagraph4j.internal.Lifetime;
-import org.cudagraph4j.internal.LiveCounters;
+import org.cudagraph4j.internal.image.ImageValidator;
+import org.cudagraph4j.internal.lifetime.Lifetime;
+import org.cudagraph4j.internal.lifetime.LiveCounters;
 
 /**
  * Device code loaded with {@code cudaLibraryLoadData}: a cubin, a fatbin or PTX. A library is not

@@ -4,13 +4,13 @@ import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Objects;
 import java.util.OptionalLong;
-import org.cudagraph4j.internal.CaptureTracker;
-import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.Devices;
+import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.HostFunctions;
-import org.cudagraph4j.internal.Lifetime;
-import org.cudagraph4j.internal.LiveCounters;
 import org.cudagraph4j.internal.Streams;
+import org.cudagraph4j.internal.lifetime.CaptureTracker;
+import org.cudagraph4j.internal.lifetime.Lifetime;
+import org.cudagraph4j.internal.lifetime.LiveCounters;
 
 /**
  * A non-blocking CUDA stream: work queued on it runs in order, and it does not synchronize

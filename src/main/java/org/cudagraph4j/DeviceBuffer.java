@@ -4,13 +4,13 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Objects;
-import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.internal.Devices;
-import org.cudagraph4j.internal.GraphAllocations;
-import org.cudagraph4j.internal.Lifetime;
-import org.cudagraph4j.internal.LiveCounters;
 import org.cudagraph4j.internal.Memory;
 import org.cudagraph4j.internal.MemoryPools;
+import org.cudagraph4j.internal.lifetime.CaptureTracker;
+import org.cudagraph4j.internal.lifetime.GraphAllocations;
+import org.cudagraph4j.internal.lifetime.Lifetime;
+import org.cudagraph4j.internal.lifetime.LiveCounters;
 
 /**
  * A typed array in device memory: an allocation from {@link CudaDevice#allocate}, or a

@@ -8,9 +8,9 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.cudagraph4j.internal.Devices;
-import org.cudagraph4j.internal.GraphAllocations;
-import org.cudagraph4j.internal.Lifetime;
-import org.cudagraph4j.internal.LiveCounters;
+import org.cudagraph4j.internal.lifetime.GraphAllocations;
+import org.cudagraph4j.internal.lifetime.Lifetime;
+import org.cudagraph4j.internal.lifetime.LiveCounters;
 
 /**
  * Arguments for one kernel, checked against its parameter info and kept in native memory in the

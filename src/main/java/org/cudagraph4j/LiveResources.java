@@ -1,7 +1,7 @@
 package org.cudagraph4j;
 
-import org.cudagraph4j.internal.LiveCounters;
-import org.cudagraph4j.internal.LiveCounters.Kind;
+import org.cudagraph4j.internal.lifetime.LiveCounters;
+import org.cudagraph4j.internal.lifetime.LiveCounters.Kind;
 
 /**
  * How many of the library's native resources are alive now, from {@link Cuda#liveResources()}: a

@@ -4,10 +4,10 @@ import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 import java.util.function.Function;
 import org.cudagraph4j.internal.Devices;
-import org.cudagraph4j.internal.Lifetime;
-import org.cudagraph4j.internal.LiveCounters;
 import org.cudagraph4j.internal.MemoryPools;
 import org.cudagraph4j.internal.MemoryPools.Attribute;
+import org.cudagraph4j.internal.lifetime.Lifetime;
+import org.cudagraph4j.internal.lifetime.LiveCounters;
 
 /**
  * A pool of device memory for stream-ordered allocation ({@code cudaMemPool_t}): per-batch scratch

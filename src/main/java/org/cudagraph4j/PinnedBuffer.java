@@ -2,9 +2,9 @@ package org.cudagraph4j;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import org.cudagraph4j.internal.Lifetime;
-import org.cudagraph4j.internal.LiveCounters;
 import org.cudagraph4j.internal.Memory;
+import org.cudagraph4j.internal.lifetime.Lifetime;
+import org.cudagraph4j.internal.lifetime.LiveCounters;
 
 /**
  * Page-locked host memory from {@link Cuda#allocatePinned}, seen as a {@link MemorySegment}.

@@ -2,11 +2,11 @@ package org.cudagraph4j;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
-import org.cudagraph4j.internal.CaptureTracker;
-import org.cudagraph4j.internal.GraphAllocations;
-import org.cudagraph4j.internal.Lifetime;
 import org.cudagraph4j.internal.SharedSecrets;
 import org.cudagraph4j.internal.Status;
+import org.cudagraph4j.internal.lifetime.CaptureTracker;
+import org.cudagraph4j.internal.lifetime.GraphAllocations;
+import org.cudagraph4j.internal.lifetime.Lifetime;
 
 /**
  * Registers the root package's side of {@link SharedSecrets}, with the interface's type parameters

@@ -3,14 +3,14 @@ package org.cudagraph4j;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Objects;
-import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Graphs;
-import org.cudagraph4j.internal.Lifetime;
-import org.cudagraph4j.internal.LiveCounters;
 import org.cudagraph4j.internal.Memory;
 import org.cudagraph4j.internal.MemoryPools;
 import org.cudagraph4j.internal.Streams;
+import org.cudagraph4j.internal.lifetime.CaptureTracker;
+import org.cudagraph4j.internal.lifetime.Lifetime;
+import org.cudagraph4j.internal.lifetime.LiveCounters;
 
 /**
  * The stream a stream-ordered allocation ({@code cudaMallocAsync}, {@code cudaMallocFromPoolAsync})

@@ -20,7 +20,7 @@ class CompressedFatbinGpuTest {
     void aCompressedFatbinLoadsAndItsKernelsRun(String mode) throws IOException {
         CudaDevice device = TestData.device();
         byte[] image;
-        try (InputStream in = getClass().getResourceAsStream("internal/compressed/mid-" + mode + ".fatbin")) {
+        try (InputStream in = getClass().getResourceAsStream("internal/image/compressed/mid-" + mode + ".fatbin")) {
             image = in.readAllBytes();
         }
         int n = 10_007;

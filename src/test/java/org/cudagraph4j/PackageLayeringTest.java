@@ -17,19 +17,26 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
- * Dependencies between the library's packages point one way, down this order:
- * {@code cudart ← internal ← root ← graph ← kernels ← serving}. A package may use its own classes
- * and those of any package below it, never one above; with a total order, that also rules out every
- * cycle. The same check by hand: {@code jdeps -verbose:package -filter:none target/classes}.
+ * Dependencies between the library's packages point one way, down these levels:
+ * {@code {cudart, nvrtc, internal.image, internal.lifetime} ← internal ← root ← compile ← graph ←
+ * kernels ← serving}. A package may use its own classes and those of any package on a lower level,
+ * never one on its own level or above; the bottom level's packages therefore use no other package
+ * of the library, and with levels in a total order no cycle is possible. The same check by hand:
+ * {@code jdeps -verbose:package -filter:none target/classes}.
  *
  * <p>Tagged {@code build}: it runs jdeps from the JDK, which the GPU bundle's runtime leaves out.
  */
 @Tag("build")
 class PackageLayeringTest {
-    /** Bottom first. */
-    static final List<String> LAYERS = List.of("org.cudagraph4j.cudart", "org.cudagraph4j.nvrtc",
-            "org.cudagraph4j.internal", "org.cudagraph4j", "org.cudagraph4j.compile", "org.cudagraph4j.graph",
-            "org.cudagraph4j.kernels", "org.cudagraph4j.serving");
+    /**
+     * Bottom first. Packages on one level are independent: none may use another. The bottom level
+     * holds the generated bindings and the pure Java models, which use nothing of the library.
+     */
+    static final List<List<String>> LAYERS = List.of(
+            List.of("org.cudagraph4j.cudart", "org.cudagraph4j.nvrtc", "org.cudagraph4j.internal.image",
+                    "org.cudagraph4j.internal.lifetime"),
+            List.of("org.cudagraph4j.internal"), List.of("org.cudagraph4j"), List.of("org.cudagraph4j.compile"),
+            List.of("org.cudagraph4j.graph"), List.of("org.cudagraph4j.kernels"), List.of("org.cudagraph4j.serving"));
 
     /** One line of {@code jdeps -verbose:class}: {@code    a.b.From -> c.d.To    where}. */
     private static final Pattern EDGE = Pattern.compile("^\\s+(org\\.cudagraph4j\\.[\\w.$]+)\\s+->\\s+(\\S+)\\s");
@@ -53,8 +60,8 @@ class PackageLayeringTest {
         assertTrue(edges.contains(new Edge("org.cudagraph4j.internal.Status", "org.cudagraph4j.cudart.cudart_h")),
                 "the parser reads jdeps' lines");
         List<String> violations = violations(edges);
-        assertTrue(violations.isEmpty(), () -> "dependencies must point down " + String.join(" <- ", LAYERS)
-                + ":\n  " + String.join("\n  ", violations));
+        assertTrue(violations.isEmpty(), () -> "dependencies must point down " + describeLayers() + ":\n  "
+                + String.join("\n  ", violations));
     }
 
     @Test
@@ -63,6 +70,10 @@ class PackageLayeringTest {
                 new Edge("org.cudagraph4j.graph.CudaGraph", "org.cudagraph4j.CudaStream"),
                 new Edge("org.cudagraph4j.CudaStream", "org.cudagraph4j.graph.StreamCapture"),
                 new Edge("org.cudagraph4j.cudart.cudart_h", "org.cudagraph4j.internal.CudartLoader"),
+                new Edge("org.cudagraph4j.internal.lifetime.Lifetime", "org.cudagraph4j.internal.Status"),
+                new Edge("org.cudagraph4j.internal.lifetime.Lifetime", "org.cudagraph4j.internal.lifetime.LiveCounters"),
+                new Edge("org.cudagraph4j.internal.image.ImageValidator", "org.cudagraph4j.internal.lifetime.Lifetime"),
+                new Edge("org.cudagraph4j.internal.Libraries", "org.cudagraph4j.internal.image.ImageValidator"),
                 new Edge("org.cudagraph4j.extra.Thing", "org.cudagraph4j.CudaStream"));
 
         assertEquals(List.of(
@@ -70,26 +81,49 @@ class PackageLayeringTest {
                         + " org.cudagraph4j.graph.StreamCapture",
                 "org.cudagraph4j.cudart -> org.cudagraph4j.internal: org.cudagraph4j.cudart.cudart_h uses"
                         + " org.cudagraph4j.internal.CudartLoader",
+                "org.cudagraph4j.internal.lifetime -> org.cudagraph4j.internal:"
+                        + " org.cudagraph4j.internal.lifetime.Lifetime uses org.cudagraph4j.internal.Status",
+                "org.cudagraph4j.internal.image -> org.cudagraph4j.internal.lifetime (same level):"
+                        + " org.cudagraph4j.internal.image.ImageValidator uses org.cudagraph4j.internal.lifetime.Lifetime",
                 "org.cudagraph4j.extra is not in PackageLayeringTest.LAYERS: place it in the order"),
                 violations(edges));
     }
 
-    /** What breaks the order: each upward edge, and each package the order does not place. */
+    /** What breaks the order: each edge up or across a level, and each package the order does not place. */
     static List<String> violations(List<Edge> edges) {
         List<String> violations = new ArrayList<>();
         Set<String> unplaced = new TreeSet<>();
         for (Edge edge : edges) {
-            int from = LAYERS.indexOf(edge.fromPackage());
-            int to = LAYERS.indexOf(edge.toPackage());
+            int from = level(edge.fromPackage());
+            int to = level(edge.toPackage());
             if (from < 0 || to < 0) {
                 unplaced.add(from < 0 ? edge.fromPackage() : edge.toPackage());
-            } else if (to > from) {
-                violations.add(edge.fromPackage() + " -> " + edge.toPackage() + ": " + edge.from() + " uses "
-                        + edge.to());
+            } else if (to > from || (to == from && !edge.fromPackage().equals(edge.toPackage()))) {
+                violations.add(edge.fromPackage() + " -> " + edge.toPackage() + (to == from ? " (same level)" : "")
+                        + ": " + edge.from() + " uses " + edge.to());
             }
         }
         unplaced.forEach(pkg -> violations.add(pkg + " is not in PackageLayeringTest.LAYERS: place it in the order"));
         return violations;
+    }
+
+    /** The level of a package, bottom 0, or -1 where the order does not place it. */
+    static int level(String pkg) {
+        for (int i = 0; i < LAYERS.size(); i++) {
+            if (LAYERS.get(i).contains(pkg)) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** The levels as a failure message shows them, bottom first. */
+    static String describeLayers() {
+        List<String> levels = new ArrayList<>();
+        for (List<String> level : LAYERS) {
+            levels.add(level.size() == 1 ? level.getFirst() : "{" + String.join(", ", level) + "}");
+        }
+        return String.join(" <- ", levels);
     }
 
     /** Every dependency of a library class on a library class, from jdeps. */

@@ -27,13 +27,13 @@ import org.cudagraph4j.ElementType;
 import org.cudagraph4j.KernelArguments;
 import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.internal.Devices;
-import org.cudagraph4j.internal.GraphAllocations;
 import org.cudagraph4j.internal.GraphMemory;
 import org.cudagraph4j.internal.Graphs;
-import org.cudagraph4j.internal.HeldResources;
 import org.cudagraph4j.internal.HostFunctions;
-import org.cudagraph4j.internal.Lifetime;
-import org.cudagraph4j.internal.LiveCounters;
+import org.cudagraph4j.internal.lifetime.GraphAllocations;
+import org.cudagraph4j.internal.lifetime.HeldResources;
+import org.cudagraph4j.internal.lifetime.Lifetime;
+import org.cudagraph4j.internal.lifetime.LiveCounters;
 
 /**
  * A CUDA graph template ({@code cudaGraph_t}): nodes and dependencies, built explicitly or by

@@ -13,10 +13,10 @@ import org.cudagraph4j.KernelArguments;
 import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.StreamCaptureException;
 import org.cudagraph4j.internal.Graphs;
-import org.cudagraph4j.internal.HeldResources;
 import org.cudagraph4j.internal.HostFunctions;
-import org.cudagraph4j.internal.Lifetime;
-import org.cudagraph4j.internal.LiveCounters;
+import org.cudagraph4j.internal.lifetime.HeldResources;
+import org.cudagraph4j.internal.lifetime.Lifetime;
+import org.cudagraph4j.internal.lifetime.LiveCounters;
 
 /**
  * An executable graph ({@code cudaGraphExec_t}), made by {@link CudaGraph#instantiate}. One

@@ -5,8 +5,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.cudagraph4j.KernelLaunch;
-import org.cudagraph4j.internal.CaptureTracker;
-import org.cudagraph4j.internal.Lifetime;
+import org.cudagraph4j.internal.lifetime.CaptureTracker;
+import org.cudagraph4j.internal.lifetime.Lifetime;
 
 /**
  * What each kernel node of one graph launches and uses, by node address: the nodes a capture

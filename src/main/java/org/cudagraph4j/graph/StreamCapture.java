@@ -12,9 +12,9 @@ import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.StreamCaptureException;
 import org.cudagraph4j.internal.Devices;
-import org.cudagraph4j.internal.CaptureTracker;
 import org.cudagraph4j.internal.Graphs;
-import org.cudagraph4j.internal.HeldResources;
+import org.cudagraph4j.internal.lifetime.CaptureTracker;
+import org.cudagraph4j.internal.lifetime.HeldResources;
 
 /**
  * A stream capture in progress, from {@link #begin(CudaStream, CaptureMode)}: work queued on the stream

@@ -16,6 +16,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.cudagraph4j.cudart.cudaHostNodeParams;
+import org.cudagraph4j.internal.lifetime.Lifetime;
+import org.cudagraph4j.internal.lifetime.LiveCounters;
 
 /**
  * Java callbacks that CUDA runs on its own host thread, in stream order ({@code cudaLaunchHostFunc})

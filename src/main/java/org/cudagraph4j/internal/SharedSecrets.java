@@ -3,6 +3,9 @@ package org.cudagraph4j.internal;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Objects;
+import org.cudagraph4j.internal.lifetime.CaptureTracker;
+import org.cudagraph4j.internal.lifetime.GraphAllocations;
+import org.cudagraph4j.internal.lifetime.Lifetime;
 
 /**
  * What the root package lends the layers around it beyond its public API: the exceptions this

@@ -5,16 +5,16 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.SymbolLookup;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.lang.foreign.SymbolLookup;
 import org.cudagraph4j.internal.GeneratedBindingsTest;
-import org.cudagraph4j.internal.ImageValidator;
 import org.cudagraph4j.internal.NvrtcLoader;
+import org.cudagraph4j.internal.image.ImageValidator;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 

@@ -13,6 +13,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import org.cudagraph4j.internal.lifetime.Lifetime;
 import org.junit.jupiter.api.Test;
 
 /**

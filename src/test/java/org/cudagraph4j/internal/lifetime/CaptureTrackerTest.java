@@ -1,4 +1,4 @@
-package org.cudagraph4j.internal;
+package org.cudagraph4j.internal.lifetime;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

@@ -1,4 +1,4 @@
-package org.cudagraph4j.internal;
+package org.cudagraph4j.internal.image;
 
 import static org.cudagraph4j.ImageMutations.resource;
 import static org.cudagraph4j.ImageMutations.shippedImages;
@@ -19,7 +19,7 @@ import java.util.List;
 import java.util.SplittableRandom;
 import org.cudagraph4j.ImageMutations;
 import org.cudagraph4j.ImageMutations.Mutation;
-import org.cudagraph4j.internal.ImageValidator.Kind;
+import org.cudagraph4j.internal.image.ImageValidator.Kind;
 import org.junit.jupiter.api.Test;
 
 class ImageValidatorTest {
@@ -106,7 +106,7 @@ class ImageValidatorTest {
     @Test
     void aFatbinAsNvccWritesItByDefaultIsDecompressedAndRebuilt() {
         // The test fatbin as nvcc 13 writes it by default: its PTX entry is zstd-compressed.
-        byte[] fatbin = resource("org/cudagraph4j/internal/compressed_ptx_entry.fatbin");
+        byte[] fatbin = resource("org/cudagraph4j/internal/image/compressed_ptx_entry.fatbin");
         byte[] rebuilt = ImageValidator.prepare("default.fatbin", fatbin);
         assertTrue(rebuilt.length > fatbin.length, "the PTX entry is stored uncompressed");
         assertEquals(Kind.FATBIN, ImageValidator.validate("rebuilt.fatbin", rebuilt));

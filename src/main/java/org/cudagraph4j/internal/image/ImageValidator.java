@@ -1,4 +1,4 @@
-package org.cudagraph4j.internal;
+package org.cudagraph4j.internal.image;
 
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED;

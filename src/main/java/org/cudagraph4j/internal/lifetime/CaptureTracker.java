@@ -1,4 +1,4 @@
-package org.cudagraph4j.internal;
+package org.cudagraph4j.internal.lifetime;
 
 import java.util.ArrayList;
 import java.util.List;

@@ -1,4 +1,4 @@
-package org.cudagraph4j.internal;
+package org.cudagraph4j.internal.image;
 
 import java.util.Arrays;
 
