@@ -139,8 +139,12 @@ using cg4j::gemm::threadblock::GemmIdentityThreadblockSwizzle;
 #define CG4J_OUTPUT_OP_LINCOMB LinComb
 #define CG4J_OUTPUT_OP_BIAS_RELU BiasRelu
 #define VARIANT(NAME, EPI, TBM, TBN, TBK, WM, WN, TM, TN, LB, AL, ST, PAD, MINB, SWZ, ...)                            \
+  VARIANT_HELD_B(NAME, EPI, TBM, TBN, TBK, WM, WN, TM, TN, LB, AL, ST, PAD, MINB, SWZ,                            \
+                 (__VA_ARGS__ + 0 ? __VA_ARGS__ + 0 : 1), 1)
+// The same with the copies that a register-staged B loader holds at once (HeldCopiesB).
+#define VARIANT_HELD_B(NAME, EPI, TBM, TBN, TBK, WM, WN, TM, TN, LB, AL, ST, PAD, MINB, SWZ, COPY_STEPS, HELD_B)     \
   using NAME##_t = cg4j::SimtSgemm<GemmShape<TBM, TBN, TBK>, GemmShape<WM, WN, TBK>, ThreadShape<TM, TN>, LB, AL, \
-                                   ST, CG4J_OUTPUT_OP_##EPI, PAD, (__VA_ARGS__ + 0 ? __VA_ARGS__ + 0 : 1), SWZ>;                                      \
+                                   ST, CG4J_OUTPUT_OP_##EPI, PAD, COPY_STEPS, SWZ, HELD_B>;                      \
   CG4J_SGEMM_##EPI##_ENTRY(NAME, NAME##_t, MINB)                                                             \
   static GemmKernel NAME##_info() {                                                                          \
     GemmKernel k;                                                                                            \
@@ -164,9 +168,17 @@ VARIANT(v_128x128x8_s4_t8x8_tnt,         LINCOMB, 128, 128, 8, 32, 64, 8, 8, Col
 // Seed tile with padded (not swizzled) B: 19968 B instead of the seed's 19200.
 VARIANT(v_64x32x16_s3_t8x4_tnt_br_pad4,  BIAS_RELU, 64, 32, 16, 32, 32, 8, 4, ColumnMajor, 1, 3, 4, 4, Grouped8)
 
+// The shipped large tnt align4 tile with both of a thread's B loads of a k-tile issued at its first
+// k step and stored at its last before the barrier (a whole k-tile of math behind each load instead
+// of 6 k steps): at 2 blocks per SM it spills on sm_90 (44 bytes), without the cap it takes 165
+// registers and 1 block per SM (PERFORMANCE.md, "Prefetching a k-tile ahead").
+VARIANT_HELD_B(v_128x128x16_s3_t8x8_tnt_align4_held2,      LINCOMB, 128, 128, 16, 32, 64, 8, 8, ColumnMajor, 4, 3, 4, 2, Grouped8, 1, 2)
+VARIANT_HELD_B(v_128x128x16_s3_t8x8_tnt_align4_held2_min1, LINCOMB, 128, 128, 16, 32, 64, 8, 8, ColumnMajor, 4, 3, 4, 1, Grouped8, 1, 2)
+
 static std::vector<GemmKernel> variants() {
   return {v_128x128x8_s4_t8x8_ttt_info(), v_128x128x8_s4_t8x8_ttt_alignB4_info(), v_128x128x8_s4_t8x8_tnt_info(),
-          v_64x32x16_s3_t8x4_tnt_br_pad4_info()};
+          v_64x32x16_s3_t8x4_tnt_br_pad4_info(), v_128x128x16_s3_t8x8_tnt_align4_held2_info(),
+          v_128x128x16_s3_t8x8_tnt_align4_held2_min1_info()};
 }
 
 // ------------------------------------------------------------------------------------------------

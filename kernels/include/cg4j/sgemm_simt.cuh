@@ -6,16 +6,17 @@
 
 namespace cg4j {
 
-/// Row-major A (M x K), B per LayoutB (K x N), row-major D (M x N).
+/// Row-major A (M x K), B per LayoutB (K x N), row-major D (M x N). HeldCopiesB: 'n' align4 B only,
+/// copies its register-staged loader holds at once (1: the fewest registers).
 template <typename ThreadblockShape, typename WarpShape, typename ThreadShape_, typename LayoutB, int AlignmentB,
           int Stages, typename OutputOp, int PaddingBn = 4, int CopySteps = 1,
-          typename Swizzle = gemm::threadblock::GemmGroupedThreadblockSwizzle<8>>
+          typename Swizzle = gemm::threadblock::GemmGroupedThreadblockSwizzle<8>, int HeldCopiesB = 1>
 using SimtSgemm = gemm::kernel::Gemm<
     gemm::threadblock::MmaMultistageSimt<ThreadblockShape, WarpShape, ThreadShape_, LayoutB, AlignmentB, Stages,
-                                         PaddingBn, CopySteps>,
+                                         PaddingBn, CopySteps, HeldCopiesB>,
     epilogue::threadblock::EpilogueSimt<
         gemm::threadblock::MmaMultistageSimt<ThreadblockShape, WarpShape, ThreadShape_, LayoutB, AlignmentB,
-                                             Stages, PaddingBn, CopySteps>,
+                                             Stages, PaddingBn, CopySteps, HeldCopiesB>,
         OutputOp>,
     Swizzle>;
 

@@ -15,7 +15,9 @@
 // alignment: A and 'n' B align1 by 4-byte cp.async; 't' B by 4- or 16-byte cp.async; 'n' B align4
 // by 16-byte loads into registers, spread over the k steps of the tile during which the other
 // copies of the same k-tile are in flight, each stored to shared memory a few k steps after its load
-// (the stage is free all through this tile: no warp reads it until the barrier of a later k step).
+// (the stage is free all through this tile: no warp reads it until the barrier of a later k step);
+// with HeldCopiesB = all of its copies, they are all loaded at the tile's first k step and stored at
+// its last one before the barrier, kK - 2 k steps of math behind the loads (more registers).
 //
 // Thread arrangement: the threadblock tile is split into warps (WarpShape); a warp's 32 lanes form
 // a kLanesM x kLanesN grid; each lane owns ThreadShape::kM x kN outputs as (kM/4) x (kN/4)
@@ -39,7 +41,8 @@ template <typename Shape_,        ///< GemmShape<kM, kN, kK> of the threadblock 
           int AlignmentB_,        ///< elements per global access of B: 1 or 4 (4 'n': K % 4 == 0 too)
           int Stages_,            ///< shared-memory pipeline depth (>= 2)
           int PaddingBn_ = 4,     ///< 'n' B: floats of padding per k row; 0 = XOR swizzle instead
-          int CopySteps_ = 1>     ///< k steps over which a tile's copies are spread (1 .. kK-1)
+          int CopySteps_ = 1,     ///< k steps over which a tile's copies are spread (1 .. kK-1)
+          int HeldCopiesB_ = 1>   ///< register-staged B: copies held in registers at once (see its loader)
 class MmaMultistageSimt {
  public:
   using Shape = Shape_;
@@ -84,9 +87,10 @@ class MmaMultistageSimt {
   // Global -> shared tile loaders (tile_loader_simt.cuh).
   using LoaderA = TileLoaderTransposeAsync<Shape::kM, Shape::kK, kThreads, kIssueSteps, SmemTileA>;
   using LoaderB = typename DefaultTileLoaderB<LayoutB::kLetter, kAlignmentB, Shape::kN, Shape::kK, kThreads,
-                                              kIssueSteps, SmemTileB>::type;
+                                              kIssueSteps, SmemTileB, HeldCopiesB_>::type;
   static constexpr int kLoadsA = LoaderA::kLoads;
   static_assert(!LoaderB::kStagedInRegisters || kIssueSteps == 1, "register-staged B keeps its own schedule");
+  static_assert(LoaderB::kStagedInRegisters || HeldCopiesB_ == 1, "only register-staged B holds copies");
 
   struct SharedStorage {
     float A[kStages * kStageA];

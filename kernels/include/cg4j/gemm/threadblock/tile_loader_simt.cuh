@@ -107,10 +107,13 @@ class TileLoaderTransposeAsync {
 /// the last, partial k-tile needs no other code: a group past K (or a row past the extent) is not
 /// read, and its registers are zero.
 ///
-/// Schedule: the kLoads copies of a k-tile are spread over its k steps, copy i loaded at step
-/// i * kStepsPerCopy and stored at step (i + 1) * kStepsPerCopy - 2, so one copy's 4 registers are
-/// live at a time (the large tile has none to spare) and each load has kStepsPerCopy - 2 k steps of
-/// math to land. issue_at / store_at do what falls on step kk.
+/// Schedule: the kLoads copies of a k-tile are loaded in kGroups groups of Held copies spread over
+/// its k steps, group g loaded at step g * kStepsPerGroup and stored at step
+/// (g + 1) * kStepsPerGroup - 2, so Held copies' 4 registers each are live at a time and each load has
+/// kStepsPerGroup - 2 k steps of math to land. Held = 1 (the default): one copy at a time, the
+/// fewest registers. Held = kLoads: all of a tile's copies loaded at its first k step and stored at
+/// the last one before the barrier that ends it, kK - 2 k steps of math behind each load.
+/// issue_at / store_at do what falls on step kk.
 ///
 /// Thread map: a warp's lane l reads row r = l / 2 of its 16 and the 4-float group 2 * g + l % 2 of
 /// its k-group pair g, so two lanes cover one 32-byte sector and a warp 16 whole sectors. Warp w
@@ -118,7 +121,7 @@ class TileLoaderTransposeAsync {
 /// of one warp then hit 32 different banks: k = 8g + 4 (l % 2) + e puts lane pairs 16 banks apart in
 /// a tile padded to kLd = 32j + 4 (4k + x mod 32) or swizzled by (k & 7) << 2 (x ^ (16 (l % 2) + 4e)),
 /// and the 16 rows of a warp fill the other 16.
-template <int Rows, int TileK, int Threads, typename SmemTile>
+template <int Rows, int TileK, int Threads, typename SmemTile, int Held = 1>
 class TileLoaderTransposeVector {
  public:
   static constexpr bool kStagedInRegisters = true;
@@ -130,9 +133,12 @@ class TileLoaderTransposeVector {
   static constexpr int kRowsPerSweep = 16 * (kWarps / kPairs);
   static_assert(Rows % kRowsPerSweep == 0, "whole sweeps");
   static constexpr int kLoads = Rows / kRowsPerSweep;
-  static_assert(TileK % kLoads == 0, "copies spread evenly over the k steps");
-  static constexpr int kStepsPerCopy = TileK / kLoads;
-  static_assert(kStepsPerCopy >= 3, "a load needs at least one k step of math before its store");
+  static constexpr int kHeld = Held;  ///< copies in registers at once
+  static_assert(kHeld >= 1 && kLoads % kHeld == 0, "whole groups of held copies");
+  static constexpr int kGroups = kLoads / kHeld;
+  static_assert(TileK % kGroups == 0, "groups spread evenly over the k steps");
+  static constexpr int kStepsPerGroup = TileK / kGroups;
+  static_assert(kStepsPerGroup >= 3, "a load needs at least one k step of math before its store");
   static_assert(SmemTile::kSwizzle || SmemTile::kLd % 32 == 4, "the bank argument above needs kLd = 32j + 4");
 
   /// `k` is the depth of the operand (K): this loader reads no group at or past it.
@@ -150,39 +156,50 @@ class TileLoaderTransposeVector {
     // the tile's remainder: the large tile has no register to spare for k_.
     k_left_ = k - k_;
 #pragma unroll
-    for (int e = 0; e < kVector; ++e) v_[e] = 0.0f;
+    for (int h = 0; h < kHeld; ++h) {
+#pragma unroll
+      for (int e = 0; e < kVector; ++e) v_[h][e] = 0.0f;
+    }
   }
 
-  /// Loads copy i of the k-tile the pointer is at.
+  /// Loads copy i of the k-tile the pointer is at (into the registers of i % kHeld).
   __device__ __forceinline__ void issue(int i) {
-    arch::ldg_128_zfill(v_, src_ + (long long)(i * kRowsPerSweep) * ld_, i < rows_ && k_left_ > 0);
+    arch::ldg_128_zfill(v_[i % kHeld], src_ + (long long)(i * kRowsPerSweep) * ld_, i < rows_ && k_left_ > 0);
   }
 
   /// Writes copy i, loaded by issue(i), into the stage.
   __device__ __forceinline__ void store(int i, float *stage) const {
 #pragma unroll
-    for (int e = 0; e < kVector; ++e) stage[SmemTile::offset(k_ + e, row0_ + i * kRowsPerSweep)] = v_[e];
+    for (int e = 0; e < kVector; ++e) stage[SmemTile::offset(k_ + e, row0_ + i * kRowsPerSweep)] = v_[i % kHeld][e];
   }
 
-  /// Step kk (a constant once the k loop is unrolled) of the k-tile being copied: the copy loaded
+  /// Step kk (a constant once the k loop is unrolled) of the k-tile being copied: the group loaded
   /// here, if any, and the pointer moved on to the next k-tile after the last one.
   __device__ __forceinline__ void issue_at(int kk) {
-    if (kk % kStepsPerCopy == 0) {
-      issue(kk / kStepsPerCopy);
-      if (kk / kStepsPerCopy == kLoads - 1) advance();
+    if (kk % kStepsPerGroup == 0) {
+      const int g = kk / kStepsPerGroup;
+#pragma unroll
+      for (int h = 0; h < kHeld; ++h) issue(g * kHeld + h);
+      if (g == kGroups - 1) advance();
     }
   }
-  /// Step kk: the copy stored here, if any.
+  /// Step kk: the group stored here, if any.
   __device__ __forceinline__ void store_at(int kk, float *stage) const {
-    if ((kk + 2) % kStepsPerCopy == 0) store((kk + 2) / kStepsPerCopy - 1, stage);
+    if ((kk + 2) % kStepsPerGroup == 0) {
+      const int g = (kk + 2) / kStepsPerGroup - 1;
+#pragma unroll
+      for (int h = 0; h < kHeld; ++h) store(g * kHeld + h, stage);
+    }
   }
 
-  /// All copies of one k-tile at once, loaded and stored (the pipeline's prologue).
+  /// All copies of one k-tile at once, loaded and stored a group at a time (the pipeline's prologue).
   __device__ __forceinline__ void copy_tile(float *stage) {
 #pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-      issue(i);
-      store(i, stage);
+    for (int g = 0; g < kGroups; ++g) {
+#pragma unroll
+      for (int h = 0; h < kHeld; ++h) issue(g * kHeld + h);
+#pragma unroll
+      for (int h = 0; h < kHeld; ++h) store(g * kHeld + h, stage);
     }
     advance();
   }
@@ -193,7 +210,7 @@ class TileLoaderTransposeVector {
   }
 
  private:
-  float v_[kVector];
+  float v_[kHeld][kVector];
   const float *src_;
   int ld_;
   int k_;
@@ -265,21 +282,23 @@ class TileLoaderCongruousAsync {
 };
 
 /// The loader of B for its global layout and alignment: 't' copies along rows (align1 or align4),
-/// 'n' transposes through 4-byte async copies (align1) or through registers (align4).
-template <char LayoutLetter, int Alignment, int Rows, int TileK, int Threads, int IssueSteps, typename SmemTile>
+/// 'n' transposes through 4-byte async copies (align1) or through registers (align4, holding
+/// HeldCopies copies at a time; the cp.async loaders ignore it).
+template <char LayoutLetter, int Alignment, int Rows, int TileK, int Threads, int IssueSteps, typename SmemTile,
+          int HeldCopies = 1>
 struct DefaultTileLoaderB;
 
-template <int Alignment, int Rows, int TileK, int Threads, int IssueSteps, typename SmemTile>
-struct DefaultTileLoaderB<'t', Alignment, Rows, TileK, Threads, IssueSteps, SmemTile> {
+template <int Alignment, int Rows, int TileK, int Threads, int IssueSteps, typename SmemTile, int HeldCopies>
+struct DefaultTileLoaderB<'t', Alignment, Rows, TileK, Threads, IssueSteps, SmemTile, HeldCopies> {
   using type = TileLoaderCongruousAsync<Rows, TileK, Threads, IssueSteps, SmemTile, Alignment>;
 };
-template <int Rows, int TileK, int Threads, int IssueSteps, typename SmemTile>
-struct DefaultTileLoaderB<'n', 1, Rows, TileK, Threads, IssueSteps, SmemTile> {
+template <int Rows, int TileK, int Threads, int IssueSteps, typename SmemTile, int HeldCopies>
+struct DefaultTileLoaderB<'n', 1, Rows, TileK, Threads, IssueSteps, SmemTile, HeldCopies> {
   using type = TileLoaderTransposeAsync<Rows, TileK, Threads, IssueSteps, SmemTile>;
 };
-template <int Rows, int TileK, int Threads, int IssueSteps, typename SmemTile>
-struct DefaultTileLoaderB<'n', 4, Rows, TileK, Threads, IssueSteps, SmemTile> {
-  using type = TileLoaderTransposeVector<Rows, TileK, Threads, SmemTile>;
+template <int Rows, int TileK, int Threads, int IssueSteps, typename SmemTile, int HeldCopies>
+struct DefaultTileLoaderB<'n', 4, Rows, TileK, Threads, IssueSteps, SmemTile, HeldCopies> {
+  using type = TileLoaderTransposeVector<Rows, TileK, Threads, SmemTile, HeldCopies>;
 };
 
 }  // namespace threadblock
