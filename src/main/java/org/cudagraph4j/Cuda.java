@@ -9,6 +9,8 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Properties;
+import org.cudagraph4j.error.CudaException;
+import org.cudagraph4j.error.CudaRuntimeNotFoundException;
 import org.cudagraph4j.internal.CudartLoader;
 import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Memory;

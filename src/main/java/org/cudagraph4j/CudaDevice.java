@@ -1,6 +1,7 @@
 package org.cudagraph4j;
 
 import java.util.Objects;
+import org.cudagraph4j.error.CudaException;
 import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.GraphMemory;
 import org.cudagraph4j.internal.Memory;

@@ -2,6 +2,7 @@ package org.cudagraph4j;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import org.cudagraph4j.error.CudaException;
 import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.Libraries;

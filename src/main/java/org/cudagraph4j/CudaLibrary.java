@@ -17,6 +17,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
+import org.cudagraph4j.error.CudaException;
 import org.cudagraph4j.internal.Libraries;
 import org.cudagraph4j.internal.image.ImageValidator;
 import org.cudagraph4j.internal.lifetime.Lifetime;

@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Objects;
 import java.util.OptionalLong;
+import org.cudagraph4j.error.CudaException;
 import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.HostFunctions;

@@ -3,9 +3,10 @@ package org.cudagraph4j;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 import java.util.function.Function;
+import org.cudagraph4j.error.CudaException;
 import org.cudagraph4j.internal.Devices;
-import org.cudagraph4j.internal.MemoryPools;
 import org.cudagraph4j.internal.MemoryPools.Attribute;
+import org.cudagraph4j.internal.MemoryPools;
 import org.cudagraph4j.internal.lifetime.Lifetime;
 import org.cudagraph4j.internal.lifetime.LiveCounters;
 

@@ -3,6 +3,7 @@ package org.cudagraph4j;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Objects;
+import org.cudagraph4j.error.CudaException;
 import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.Memory;

@@ -31,10 +31,10 @@
  * </ul>
  *
  * <h2>Errors</h2>
- * Every failing runtime call is a {@link org.cudagraph4j.CudaException} naming the function, the
+ * Every failing runtime call is a {@link org.cudagraph4j.error.CudaException} naming the function, the
  * CUDA error and what the library was doing. Misuse is an {@link java.lang.IllegalArgumentException}
  * or {@link java.lang.IllegalStateException}, raised before anything reaches the runtime. Errors
- * for which {@link org.cudagraph4j.CudaException#isSticky()} is true (an illegal address in a
+ * for which {@link org.cudagraph4j.error.CudaException#isSticky()} is true (an illegal address in a
  * kernel, for one) leave the process's CUDA context unusable: every later call fails, and only a
  * new process recovers.
  *

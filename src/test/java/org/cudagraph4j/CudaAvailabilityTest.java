@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.util.List;
 import java.util.Optional;
+import org.cudagraph4j.error.CudaRuntimeNotFoundException;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import org.cudagraph4j.error.CudaError;
 import org.cudagraph4j.graph.CudaGraph;
 import org.cudagraph4j.graph.GraphExec;
 import org.cudagraph4j.graph.GraphNode;

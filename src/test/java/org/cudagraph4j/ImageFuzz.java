@@ -2,6 +2,7 @@ package org.cudagraph4j;
 
 import java.io.PrintStream;
 import java.util.List;
+import org.cudagraph4j.error.CudaException;
 
 /**
  * Loads corrupted images through {@link CudaLibrary#load}, one after another, to show that bad bytes

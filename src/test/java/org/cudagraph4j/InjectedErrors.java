@@ -1,5 +1,7 @@
 package org.cudagraph4j;
 
+import org.cudagraph4j.error.CudaException;
+
 /**
  * {@link CudaException}s for tests that inject a failure without a GPU. Only the library makes
  * them (the constructor is package-private); tests of other packages get them here.

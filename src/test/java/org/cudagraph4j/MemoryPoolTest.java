@@ -18,6 +18,8 @@ import java.util.SplittableRandom;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import org.cudagraph4j.error.CudaError;
+import org.cudagraph4j.error.CudaException;
 import org.cudagraph4j.graph.CaptureMode;
 import org.cudagraph4j.graph.CudaGraph;
 import org.cudagraph4j.graph.GraphExec;

@@ -1,10 +1,15 @@
 package org.cudagraph4j;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.InputStream;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -13,16 +18,21 @@ import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.spi.ToolProvider;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
  * Dependencies between the library's packages point one way, down these levels:
- * {@code {cudart, nvrtc, internal.image, internal.lifetime} ← internal ← root ← compile ← graph ←
- * kernels ← serving}. A package may use its own classes and those of any package on a lower level,
- * never one on its own level or above; the bottom level's packages therefore use no other package
- * of the library, and with levels in a total order no cycle is possible. The same check by hand:
- * {@code jdeps -verbose:package -filter:none target/classes}.
+ * {@code {cudart, nvrtc, error, internal.image, internal.lifetime} ← internal ← root ← compile ←
+ * graph ← kernels ← serving}. A package may use its own classes and those of any package on a lower
+ * level, never one on its own level or above; the bottom level's packages therefore use no other
+ * package of the library, and with levels in a total order no cycle is possible. The same check by
+ * hand: {@code jdeps -verbose:package -filter:none target/classes}.
+ *
+ * <p>jdeps sees only what the class files name, so no class may load one of the library's classes
+ * by name ({@code Class.forName}, {@code ClassLoader.loadClass}): such a dependency is invisible to
+ * it, and can point any way.
  *
  * <p>Tagged {@code build}: it runs jdeps from the JDK, which the GPU bundle's runtime leaves out.
  */
@@ -33,8 +43,8 @@ class PackageLayeringTest {
      * holds the generated bindings and the pure Java models, which use nothing of the library.
      */
     static final List<List<String>> LAYERS = List.of(
-            List.of("org.cudagraph4j.cudart", "org.cudagraph4j.nvrtc", "org.cudagraph4j.internal.image",
-                    "org.cudagraph4j.internal.lifetime"),
+            List.of("org.cudagraph4j.cudart", "org.cudagraph4j.nvrtc", "org.cudagraph4j.error",
+                    "org.cudagraph4j.internal.image", "org.cudagraph4j.internal.lifetime"),
             List.of("org.cudagraph4j.internal"), List.of("org.cudagraph4j"), List.of("org.cudagraph4j.compile"),
             List.of("org.cudagraph4j.graph"), List.of("org.cudagraph4j.kernels"), List.of("org.cudagraph4j.serving"));
 
@@ -89,6 +99,101 @@ class PackageLayeringTest {
                 violations(edges));
     }
 
+    @Test
+    void noClassLoadsALibraryClassByName() throws Exception {
+        List<String> loaders = new ArrayList<>();
+        Path classes = libraryClasses();
+        try (Stream<Path> files = Files.walk(classes)) {
+            for (Path file : files.filter(f -> f.toString().endsWith(".class")).sorted().toList()) {
+                if (loadsLibraryClassByName(Files.readAllBytes(file))) {
+                    loaders.add(classes.relativize(file).toString());
+                }
+            }
+        }
+        assertTrue(loaders.isEmpty(), () -> "these classes load a class of the library by name, a dependency jdeps "
+                + "cannot see: name the class in code instead\n  " + String.join("\n  ", loaders));
+    }
+
+    @Test
+    void aLoadByNameIsFound() throws Exception {
+        assertTrue(loadsLibraryClassByName(classBytes(LoadsByName.class)), "Class.forName of a library class");
+        assertFalse(loadsLibraryClassByName(classBytes(PackageLayeringTest.class)), "no load by name");
+    }
+
+    /** Loads a class of the library the way no library class may. */
+    static final class LoadsByName {
+        static Class<?> load() throws ClassNotFoundException {
+            return Class.forName("org.cudagraph4j.CudaStream");
+        }
+    }
+
+    /**
+     * Whether a class file calls {@code Class.forName} or {@code ClassLoader.loadClass} and holds a
+     * string naming something in {@code org.cudagraph4j}: what a load by name of a library class
+     * compiles to, whether the name is a literal or a constant (javac inlines those).
+     */
+    static boolean loadsLibraryClassByName(byte[] classFile) {
+        ByteBuffer in = ByteBuffer.wrap(classFile);
+        if (in.getInt() != 0xCAFEBABE) {
+            throw new IllegalArgumentException("not a class file");
+        }
+        in.getInt(); // minor and major version
+        int count = Short.toUnsignedInt(in.getShort());
+        String[] utf8 = new String[count];
+        int[] classNames = new int[count];
+        int[] stringValues = new int[count];
+        int[][] memberRefs = new int[count][];
+        int[][] nameAndTypes = new int[count][];
+        for (int i = 1; i < count; i++) {
+            int tag = Byte.toUnsignedInt(in.get());
+            switch (tag) {
+                case 1 -> {
+                    byte[] bytes = new byte[Short.toUnsignedInt(in.getShort())];
+                    in.get(bytes);
+                    utf8[i] = new String(bytes, StandardCharsets.UTF_8); // modified UTF-8; names are ASCII
+                }
+                case 7 -> classNames[i] = Short.toUnsignedInt(in.getShort());
+                case 8 -> stringValues[i] = Short.toUnsignedInt(in.getShort());
+                case 10, 11 -> memberRefs[i] = new int[] {Short.toUnsignedInt(in.getShort()),
+                        Short.toUnsignedInt(in.getShort())};
+                case 12 -> nameAndTypes[i] = new int[] {Short.toUnsignedInt(in.getShort()),
+                        Short.toUnsignedInt(in.getShort())};
+                case 3, 4, 9, 17, 18 -> in.getInt();
+                case 5, 6 -> {
+                    in.getLong();
+                    i++; // eight-byte constants take two slots
+                }
+                case 15 -> {
+                    in.get();
+                    in.getShort();
+                }
+                case 16, 19, 20 -> in.getShort();
+                default -> throw new IllegalArgumentException("constant pool tag " + tag);
+            }
+        }
+        boolean loads = false;
+        boolean namesLibrary = false;
+        for (int i = 1; i < count; i++) {
+            if (memberRefs[i] != null) {
+                String owner = utf8[classNames[memberRefs[i][0]]];
+                String method = utf8[nameAndTypes[memberRefs[i][1]][0]];
+                loads |= owner.equals("java/lang/Class") && method.equals("forName")
+                        || owner.equals("java/lang/ClassLoader") && method.equals("loadClass");
+            }
+            if (stringValues[i] != 0) {
+                namesLibrary |= utf8[stringValues[i]].startsWith("org.cudagraph4j.");
+            }
+        }
+        return loads && namesLibrary;
+    }
+
+    private static byte[] classBytes(Class<?> type) throws Exception {
+        try (InputStream in = type.getResourceAsStream(type.getName().substring(type.getPackageName().length() + 1)
+                + ".class")) {
+            return in.readAllBytes();
+        }
+    }
+
     /** What breaks the order: each edge up or across a level, and each package the order does not place. */
     static List<String> violations(List<Edge> edges) {
         List<String> violations = new ArrayList<>();
@@ -130,7 +235,7 @@ class PackageLayeringTest {
     static List<Edge> edges() throws Exception {
         ToolProvider jdeps = ToolProvider.findFirst("jdeps")
                 .orElseThrow(() -> new AssertionError("this runtime has no jdeps (module jdk.jdeps)"));
-        Path classes = Path.of(CudaLibrary.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Path classes = libraryClasses();
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
         int status = jdeps.run(new PrintWriter(out), new PrintWriter(err), "-verbose:class", "-filter:none",
@@ -144,6 +249,11 @@ class PackageLayeringTest {
             }
         }
         return edges;
+    }
+
+    /** The library's compiled classes, not the tests'. */
+    static Path libraryClasses() throws Exception {
+        return Path.of(CudaLibrary.class.getProtectionDomain().getCodeSource().getLocation().toURI());
     }
 
     /** The package of a class name as jdeps prints it; nested classes carry a {@code $}. */

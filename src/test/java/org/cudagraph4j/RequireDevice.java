@@ -2,6 +2,8 @@ package org.cudagraph4j;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
+import org.cudagraph4j.error.CudaException;
+import org.cudagraph4j.error.CudaRuntimeNotFoundException;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 

@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.TreeSet;
 import java.util.stream.Stream;
 import org.cudagraph4j.cudart.cudart_h;
+import org.cudagraph4j.error.CudaRuntimeNotFoundException;
 
 /**
  * Run by {@link RuntimeGateTest} in a child JVM started with a runtime path that does not exist.

@@ -29,6 +29,8 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.stream.IntStream;
+import org.cudagraph4j.error.CudaException;
+import org.cudagraph4j.error.CudaRuntimeNotFoundException;
 import org.cudagraph4j.kernels.Linear;
 import org.cudagraph4j.kernels.Mlp;
 import org.cudagraph4j.kernels.ShippedKernels;

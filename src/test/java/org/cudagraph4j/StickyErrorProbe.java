@@ -1,5 +1,7 @@
 package org.cudagraph4j;
 
+import org.cudagraph4j.error.CudaException;
+
 /**
  * Run by {@link ReliabilityTest} in a child JVM, because it poisons the CUDA context for good: a
  * kernel stores through an invalid address, then every later call fails. Prints one line per step.

@@ -30,7 +30,7 @@ import org.cudagraph4j.internal.Nvrtc;
  * <p>NVRTC is opened on the first compilation, searched for as the runtime is (the system
  * property {@code org.cudagraph4j.nvrtc.path}, {@code $CUDA_HOME/lib64}, {@code $CUDA_PATH/lib64},
  * the dynamic loader, {@code /usr/local/cuda/lib64}); without it, compiling throws a
- * {@link org.cudagraph4j.CudaRuntimeNotFoundException} listing each place tried, and the rest of
+ * {@link org.cudagraph4j.error.CudaRuntimeNotFoundException} listing each place tried, and the rest of
  * the library works as before. Compiling needs no GPU when the options name an architecture.
  *
  * <p>Immutable and thread-safe: each {@code with} method returns a copy, and compilations of one
@@ -110,7 +110,7 @@ public final class Program {
      *     name expression; it carries the whole log
      * @throws IllegalArgumentException if this NVRTC cannot compile for the architecture asked
      * @throws IllegalStateException if no architecture is given and there is no GPU to take it from
-     * @throws org.cudagraph4j.CudaRuntimeNotFoundException if NVRTC cannot be found
+     * @throws org.cudagraph4j.error.CudaRuntimeNotFoundException if NVRTC cannot be found
      */
     public CompiledProgram compile(ProgramOptions options, CompileTarget target) {
         Objects.requireNonNull(options, "options");

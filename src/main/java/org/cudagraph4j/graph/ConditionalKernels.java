@@ -52,7 +52,7 @@ public final class ConditionalKernels implements AutoCloseable {
      * Loads the kernels; the driver compiles their PTX for this GPU when they are first used.
      *
      * @return the kernels, to be closed when no longer needed
-     * @throws org.cudagraph4j.CudaException if the driver cannot load them (a GPU older than sm_80)
+     * @throws org.cudagraph4j.error.CudaException if the driver cannot load them (a GPU older than sm_80)
      */
     public static ConditionalKernels load() {
         CudaLibrary library = CudaLibrary.loadResource(ConditionalKernels.class, RESOURCE);

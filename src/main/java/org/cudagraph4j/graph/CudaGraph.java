@@ -1,7 +1,5 @@
 package org.cudagraph4j.graph;
 
-import static org.cudagraph4j.graph.RootSecrets.ROOT;
-
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -24,6 +22,7 @@ import org.cudagraph4j.CudaEvent;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.ElementType;
+import org.cudagraph4j.GraphAccess;
 import org.cudagraph4j.KernelArguments;
 import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.internal.Devices;
@@ -49,6 +48,9 @@ import org.cudagraph4j.internal.lifetime.LiveCounters;
  * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">Graph management</a>
  */
 public final class CudaGraph implements AutoCloseable {
+    /** What this package does with the root package's objects beyond their public API. */
+    private static final GraphAccess ROOT = GraphAccess.get();
+
     private final MemorySegment handle;
     /** The ordinal of the device the nodes run on; calls that name no stream make it current. */
     private final int device;
@@ -215,7 +217,7 @@ public final class CudaGraph implements AutoCloseable {
         }
         requireUsableHere(destination);
         requireUsableHere(source);
-        return addNode(open(ROOT.bufferLifetime(destination), ROOT.bufferLifetime(source)),
+        return addNode(open(ROOT.lifetime(destination), ROOT.lifetime(source)),
                 () -> Graphs.addMemcpyNode(handle(), handles(dependencies), destination.address(), source.address(),
                         source.byteSize()));
     }
@@ -232,7 +234,7 @@ public final class CudaGraph implements AutoCloseable {
      */
     public GraphNode addMemset(DeviceBuffer destination, int byteValue, GraphNode... dependencies) {
         requireUsableHere(destination);
-        return addNode(open(ROOT.bufferLifetime(destination)), () -> Graphs.addMemsetNode(handle(),
+        return addNode(open(ROOT.lifetime(destination)), () -> Graphs.addMemsetNode(handle(),
                 handles(dependencies), destination.address(), byteValue, destination.byteSize()));
     }
 
@@ -260,7 +262,7 @@ public final class CudaGraph implements AutoCloseable {
      */
     public GraphNode addEventRecord(CudaEvent event, GraphNode... dependencies) {
         ensureAllowedHere(GraphNodeType.EVENT_RECORD);
-        return addNode(open(ROOT.eventLifetime(event)),
+        return addNode(open(ROOT.lifetime(event)),
                 () -> Graphs.addEventRecordNode(handle(), handles(dependencies), event.handle()));
     }
 
@@ -276,7 +278,7 @@ public final class CudaGraph implements AutoCloseable {
      */
     public GraphNode addEventWait(CudaEvent event, GraphNode... dependencies) {
         ensureAllowedHere(GraphNodeType.WAIT_EVENT);
-        return addNode(open(ROOT.eventLifetime(event)),
+        return addNode(open(ROOT.lifetime(event)),
                 () -> Graphs.addEventWaitNode(handle(), handles(dependencies), event.handle()));
     }
 
@@ -329,7 +331,7 @@ public final class CudaGraph implements AutoCloseable {
      *     belongs to another graph
      * @throws IllegalStateException if this graph is closed, or is a conditional node's body, where CUDA
      *     allows no memory nodes
-     * @throws org.cudagraph4j.CudaException naming {@code cudaErrorMemoryAllocation} if the device cannot
+     * @throws org.cudagraph4j.error.CudaException naming {@code cudaErrorMemoryAllocation} if the device cannot
      *     reserve the address range
      */
     public GraphAllocation addMemAlloc(ElementType type, long length, GraphNode... dependencies) {
@@ -347,7 +349,7 @@ public final class CudaGraph implements AutoCloseable {
                 length * type.byteSize());
         DeviceBuffer buffer = ROOT.graphMemoryBuffer(device, allocation.address(), type, length, allocations,
                 toString());
-        held.hold(List.of(ROOT.bufferLifetime(buffer)));
+        held.hold(List.of(ROOT.lifetime(buffer)));
         return new GraphAllocation(new GraphNode(this, allocation.node(), null), buffer);
     }
 
@@ -664,7 +666,7 @@ public final class CudaGraph implements AutoCloseable {
      *
      * @param path the file to write; a relative path resolves against the working directory
      * @param verbose whether to include every detail ({@code cudaGraphDebugDotFlagsVerbose})
-     * @throws org.cudagraph4j.CudaException if the runtime fails, e.g. cannot write the file
+     * @throws org.cudagraph4j.error.CudaException if the runtime fails, e.g. cannot write the file
      * @throws IllegalStateException if this graph is closed
      */
     public void debugDotPrint(Path path, boolean verbose) {
@@ -854,8 +856,7 @@ public final class CudaGraph implements AutoCloseable {
         try {
             useDevice();
             exec = Graphs.instantiate(handle(), bits, uploadStream, failure -> new GraphInstantiateException(
-                    ROOT.callFailed(failure.status(), failure.function(), null),
-                    InstantiateResult.fromValue(failure.result()), nodeOrNull(failure.node())));
+                    failure.error(), InstantiateResult.fromValue(failure.result()), nodeOrNull(failure.node())));
         } catch (RuntimeException e) {
             execHolds.dropAll();
             throw e;

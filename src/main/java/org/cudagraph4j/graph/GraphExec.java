@@ -1,7 +1,5 @@
 package org.cudagraph4j.graph;
 
-import static org.cudagraph4j.graph.RootSecrets.ROOT;
-
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -9,9 +7,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.locks.ReentrantLock;
 import org.cudagraph4j.CudaStream;
+import org.cudagraph4j.GraphAccess;
 import org.cudagraph4j.KernelArguments;
 import org.cudagraph4j.KernelLaunch;
-import org.cudagraph4j.StreamCaptureException;
+import org.cudagraph4j.error.StreamCaptureException;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.HostFunctions;
 import org.cudagraph4j.internal.lifetime.HeldResources;
@@ -35,6 +34,9 @@ import org.cudagraph4j.internal.lifetime.LiveCounters;
  * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphLaunch</a>
  */
 public final class GraphExec implements AutoCloseable {
+    /** What this package does with the root package's objects beyond their public API. */
+    private static final GraphAccess ROOT = GraphAccess.get();
+
     private final MemorySegment handle;
     private final Lifetime lifetime;
     private final CudaGraph template;
@@ -127,8 +129,7 @@ public final class GraphExec implements AutoCloseable {
             try {
                 template.useDevice();
                 Graphs.update(exec, graphHandle, failure -> new GraphUpdateException(
-                        ROOT.callFailed(failure.status(), failure.function(), null),
-                        UpdateResult.fromValue(failure.result()), graph.nodeOrNull(failure.node())));
+                        failure.error(), UpdateResult.fromValue(failure.result()), graph.nodeOrNull(failure.node())));
             } catch (RuntimeException e) {
                 held.dropCounts(next);
                 throw e;

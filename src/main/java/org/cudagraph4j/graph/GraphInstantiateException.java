@@ -1,7 +1,7 @@
 package org.cudagraph4j.graph;
 
 import java.util.Optional;
-import org.cudagraph4j.CudaException;
+import org.cudagraph4j.error.CudaException;
 
 /** {@code cudaGraphInstantiateWithParams} failed; carries the reason and the node at fault. */
 public final class GraphInstantiateException extends CudaException {

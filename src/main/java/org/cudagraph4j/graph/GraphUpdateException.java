@@ -1,7 +1,7 @@
 package org.cudagraph4j.graph;
 
 import java.util.Optional;
-import org.cudagraph4j.CudaException;
+import org.cudagraph4j.error.CudaException;
 
 /**
  * {@code cudaGraphExecUpdate} refused the new graph. {@link #result()} says why, e.g.

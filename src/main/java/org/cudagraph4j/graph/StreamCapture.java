@@ -1,16 +1,15 @@
 package org.cudagraph4j.graph;
 
-import static org.cudagraph4j.graph.RootSecrets.ROOT;
-
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import org.cudagraph4j.CaptureStatus;
-import org.cudagraph4j.CudaException;
 import org.cudagraph4j.CudaStream;
+import org.cudagraph4j.GraphAccess;
 import org.cudagraph4j.KernelLaunch;
-import org.cudagraph4j.StreamCaptureException;
+import org.cudagraph4j.error.CudaException;
+import org.cudagraph4j.error.StreamCaptureException;
 import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.lifetime.CaptureTracker;
@@ -36,6 +35,9 @@ import org.cudagraph4j.internal.lifetime.HeldResources;
  * {@link CaptureMode#RELAXED}. Ending from the wrong thread throws (see {@link #end()}).
  */
 public final class StreamCapture implements AutoCloseable {
+    /** What this package does with the root package's objects beyond their public API. */
+    private static final GraphAccess ROOT = GraphAccess.get();
+
     private final CudaStream stream;
     private final CaptureMode mode;
     private final CaptureTracker.Capture<KernelLaunch> capture;

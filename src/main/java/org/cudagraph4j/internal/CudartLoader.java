@@ -31,7 +31,7 @@ public final class CudartLoader {
      * call into the bindings. Once open, this is one volatile read.
      *
      * @return a lookup of the runtime's own symbols
-     * @throws RuntimeException the root's {@code CudaRuntimeNotFoundException}, listing every place tried
+     * @throws org.cudagraph4j.error.CudaRuntimeNotFoundException listing every place tried
      * @throws IllegalCallerException if the JVM denies this module native access
      */
     public static SymbolLookup ensureLoaded() {

@@ -21,6 +21,7 @@ import org.cudagraph4j.cudart.cudaMemcpy3DParms;
 import org.cudagraph4j.cudart.cudaMemsetParams;
 import org.cudagraph4j.cudart.cudaPitchedPtr;
 import org.cudagraph4j.cudart.dim3;
+import org.cudagraph4j.error.CudaException;
 
 /**
  * CUDA Graph calls: capture, construction, introspection, instantiation, launch and update.
@@ -506,14 +507,13 @@ public final class Graphs {
     // Instantiation, launch, update.
 
     /**
-     * Why an instantiation or update failed. The runtime's last-error slot is already cleared.
+     * Why an instantiation or update failed.
      *
-     * @param status the {@code cudaError_t} the call returned
-     * @param function the call, e.g. {@code cudaGraphExecUpdate}
+     * @param error the failed call, e.g. {@code cudaGraphExecUpdate}
      * @param result the runtime's reason: a {@code cudaGraphInstantiateResult} or a {@code cudaGraphExecUpdateResult}
      * @param node the node at fault, or {@code NULL} if the runtime names none
      */
-    public record GraphFailure(int status, String function, int result, MemorySegment node) {}
+    public record GraphFailure(CudaException error, int result, MemorySegment node) {}
 
     /**
      * {@code cudaGraphInstantiateWithParams}.
@@ -531,8 +531,7 @@ public final class Graphs {
             cudaGraphInstantiateParams.errNode_out(params, MemorySegment.NULL);
             int status = cudaGraphInstantiateWithParams(exec, graph, params);
             if (status != Status.SUCCESS) {
-                Status.clearLastError();
-                throw onFailure.apply(new GraphFailure(status, "cudaGraphInstantiateWithParams",
+                throw onFailure.apply(new GraphFailure(Status.error(status, "cudaGraphInstantiateWithParams", null),
                         cudaGraphInstantiateParams.result_out(params), cudaGraphInstantiateParams.errNode_out(params)));
             }
             return exec.get(ADDRESS, 0);
@@ -581,8 +580,7 @@ public final class Graphs {
             MemorySegment info = cudaGraphExecUpdateResultInfo.allocate(arena);
             int status = cudaGraphExecUpdate(exec, graph, info);
             if (status != Status.SUCCESS) {
-                Status.clearLastError();
-                throw onFailure.apply(new GraphFailure(status, "cudaGraphExecUpdate",
+                throw onFailure.apply(new GraphFailure(Status.error(status, "cudaGraphExecUpdate", null),
                         cudaGraphExecUpdateResultInfo.result(info), cudaGraphExecUpdateResultInfo.errorNode(info)));
             }
         }

@@ -13,6 +13,7 @@ import java.util.Optional;
 import java.util.function.UnaryOperator;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
+import org.cudagraph4j.error.CudaRuntimeNotFoundException;
 
 /**
  * Finds and opens one CUDA shared library for its generated bindings, the same way for each:
@@ -199,12 +200,12 @@ final class NativeLibrarySearch {
             }
             failures.add(candidate + " (" + failure + ")");
             if (candidate.explicit()) {
-                throw SharedSecrets.root().libraryNotFound(description, failures, "The path given with -D"
+                throw new CudaRuntimeNotFoundException(description, failures, "The path given with -D"
                         + pathProperty + " must name " + soname + " or a folder holding it; fix it, or remove the"
                         + " property to search the usual places.");
             }
         }
-        throw SharedSecrets.root().libraryNotFound(description, failures, "Install CUDA 13's " + soname
+        throw new CudaRuntimeNotFoundException(description, failures, "Install CUDA 13's " + soname
                 + ", or point at it with -D" + pathProperty + "=/path/to/" + soname + " or CUDA_HOME=/path/to/cuda.");
     }
 }

@@ -28,7 +28,7 @@ public final class NvrtcLoader {
      * Opens NVRTC if it is not open yet.
      *
      * @return a lookup of its symbols
-     * @throws RuntimeException the root's {@code CudaRuntimeNotFoundException}, listing every place tried
+     * @throws org.cudagraph4j.error.CudaRuntimeNotFoundException listing every place tried
      */
     public static SymbolLookup ensureLoaded() {
         return SEARCH.ensureLoaded();

@@ -5,11 +5,14 @@ import static org.cudagraph4j.cudart.cudart_h.cudaGetErrorString;
 import static org.cudagraph4j.cudart.cudart_h.cudaGetLastError;
 
 import java.lang.foreign.MemorySegment;
+import org.cudagraph4j.error.CudaError;
+import org.cudagraph4j.error.CudaException;
+import org.cudagraph4j.error.StreamCaptureException;
+import org.cudagraph4j.internal.lifetime.CaptureTracker;
 
 /**
- * Turns {@code cudaError_t} results into the root package's {@code CudaException}s, which it
- * lends through {@link SharedSecrets}; capture violations (900 to 908) become
- * {@code StreamCaptureException}s naming the capture that was running.
+ * Turns {@code cudaError_t} results into {@link CudaException}s; capture violations (900 to 908)
+ * become {@link StreamCaptureException}s naming the capture that was running.
  *
  * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__ERROR.html">Error handling</a>
  */
@@ -35,14 +38,16 @@ public final class Status {
     }
 
     /**
-     * The exception for a failed call: a {@code CudaException}, typed as what this package can
-     * name. It also clears the runtime's last-error slot, so a later {@code cudaGetLastError} after
-     * a launch does not report this failure a second time.
+     * The exception for a failed call. It also clears the runtime's last-error slot, so a later
+     * {@code cudaGetLastError} after a launch does not report this failure a second time.
      */
-    public static RuntimeException error(int status, String function, String context) {
+    public static CudaException error(int status, String function, String context) {
         CudartLoader.ensureLoaded(); // an entry point too: a test or a caller may format any code
         clearLastError();
-        return SharedSecrets.root().callFailed(status, function, context);
+        CudaException error = new CudaException(function, status, name(status), explanation(status), context);
+        return CudaError.fromCode(status).isCaptureError()
+                ? new StreamCaptureException(error, CaptureTracker.describeRunning())
+                : error;
     }
 
     /**

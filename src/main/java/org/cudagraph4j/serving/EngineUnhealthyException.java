@@ -1,6 +1,6 @@
 package org.cudagraph4j.serving;
 
-import org.cudagraph4j.CudaException;
+import org.cudagraph4j.error.CudaException;
 
 /**
  * The engine has stopped serving: an error poisoned its CUDA context (see

@@ -20,7 +20,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import org.cudagraph4j.CudaDevice;
-import org.cudagraph4j.CudaException;
+import org.cudagraph4j.error.CudaException;
 
 /**
  * Serves a model to many request threads through bucketed CUDA graphs: requests of any number of
@@ -183,7 +183,7 @@ public final class InferenceEngine implements AutoCloseable {
      * @return the running engine, which the caller closes
      * @throws IllegalArgumentException if a width is below 1
      * @throws NullPointerException if an argument is null
-     * @throws org.cudagraph4j.CudaException if allocating or capturing fails; what was made is closed
+     * @throws org.cudagraph4j.error.CudaException if allocating or capturing fails; what was made is closed
      */
     public static InferenceEngine start(CudaDevice device, int inputWidth, int outputWidth, LaneModel.Factory models,
             ServingOptions options) {
@@ -204,7 +204,7 @@ public final class InferenceEngine implements AutoCloseable {
      * @return the running engine, which the caller closes
      * @throws IllegalArgumentException if a width is below 1, or {@code devices} is empty or repeats a device
      * @throws NullPointerException if an argument is null
-     * @throws org.cudagraph4j.CudaException if allocating or capturing fails; what was made is closed
+     * @throws org.cudagraph4j.error.CudaException if allocating or capturing fails; what was made is closed
      */
     public static InferenceEngine start(List<CudaDevice> devices, int inputWidth, int outputWidth,
             LaneModel.Factory models, ServingOptions options) {

@@ -2,7 +2,7 @@ package org.cudagraph4j.compile;
 
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import org.cudagraph4j.CudaRuntimeNotFoundException;
+import org.cudagraph4j.error.CudaRuntimeNotFoundException;
 
 /**
  * Whether this JVM can open NVRTC; the compiler's tests need it, but no GPU. Without it they skip,

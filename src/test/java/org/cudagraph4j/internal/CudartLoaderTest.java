@@ -8,7 +8,7 @@ import java.lang.foreign.SymbolLookup;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
-import org.cudagraph4j.CudaRuntimeNotFoundException;
+import org.cudagraph4j.error.CudaRuntimeNotFoundException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import java.util.Map;
-import org.cudagraph4j.CudaRuntimeNotFoundException;
+import org.cudagraph4j.error.CudaRuntimeNotFoundException;
 import org.junit.jupiter.api.Test;
 
 /** NVRTC is searched for as the runtime is, and its absence is one clear error naming it. */

@@ -22,8 +22,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import org.cudagraph4j.CudaException;
 import org.cudagraph4j.InjectedErrors;
+import org.cudagraph4j.error.CudaException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

@@ -6,9 +6,9 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import org.cudagraph4j.Cuda;
 import org.cudagraph4j.CudaDevice;
-import org.cudagraph4j.CudaException;
-import org.cudagraph4j.CudaRuntimeNotFoundException;
 import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.error.CudaException;
+import org.cudagraph4j.error.CudaRuntimeNotFoundException;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 

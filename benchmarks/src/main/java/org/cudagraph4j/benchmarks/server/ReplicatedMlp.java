@@ -34,7 +34,7 @@ public final class ReplicatedMlp implements AutoCloseable {
      * @param devices the GPUs, each once
      * @param model the weights
      * @throws IllegalArgumentException if a device is given twice
-     * @throws org.cudagraph4j.CudaException if loading or uploading fails; what was made is freed
+     * @throws org.cudagraph4j.error.CudaException if loading or uploading fails; what was made is freed
      */
     public ReplicatedMlp(List<CudaDevice> devices, MlpWeights model) {
         try {

@@ -1,4 +1,4 @@
-package org.cudagraph4j;
+package org.cudagraph4j.error;
 
 /**
  * An operation that is illegal during stream capture was attempted (CUDA errors 900 to 908), or a
@@ -21,7 +21,7 @@ public final class StreamCaptureException extends CudaException {
      * @param cause the failed call
      * @param capture the capture(s) running at the time, described
      */
-    StreamCaptureException(CudaException cause, String capture) {
+    public StreamCaptureException(CudaException cause, String capture) {
         super(cause, "while capturing: " + capture);
         this.capture = capture;
     }

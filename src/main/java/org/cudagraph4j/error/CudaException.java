@@ -1,4 +1,4 @@
-package org.cudagraph4j;
+package org.cudagraph4j.error;
 
 /**
  * A CUDA runtime call returned an error status.
@@ -9,10 +9,11 @@ package org.cudagraph4j;
  * ({@link org.cudagraph4j.graph.GraphInstantiateException}) or the update
  * ({@link org.cudagraph4j.graph.GraphUpdateException}) that failed.
  *
- * <p>Only the library creates these: the constructor that takes a status is not public, and the
- * one for subclasses refines a failure the library already reported. The hierarchy is not sealed
- * because the graph subclasses live in a package above this one, and a {@code permits} clause
- * naming them would make this package depend on that one.
+ * <p>The library raises these for every failed call. The constructors are public so that code
+ * which handles CUDA failures can be tested without a GPU; the one for subclasses refines a
+ * failure already reported. The hierarchy is not sealed because the graph subclasses live in a
+ * package above this one, and a {@code permits} clause naming them would make this package depend
+ * on that one.
  *
  * <p>Misuse of the API (a closed handle, a wrong argument) is reported with
  * {@link IllegalStateException} or {@link IllegalArgumentException} instead, before anything reaches
@@ -40,7 +41,7 @@ public class CudaException extends RuntimeException {
      * @param explanation the runtime's explanation ({@code cudaGetErrorString})
      * @param context what the library was doing, or {@code null}; appended to the message
      */
-    CudaException(String function, int code, String cudaName, String explanation, String context) {
+    public CudaException(String function, int code, String cudaName, String explanation, String context) {
         super(function + ": " + cudaName + " (" + code + "): " + explanation
                 + (context == null ? "" : " [" + context + "]")
                 + (CudaError.fromCode(code).isSticky() ? STICKY_ADVICE : ""));

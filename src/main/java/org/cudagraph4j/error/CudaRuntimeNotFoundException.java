@@ -1,4 +1,4 @@
-package org.cudagraph4j;
+package org.cudagraph4j.error;
 
 import java.util.List;
 
@@ -23,7 +23,7 @@ public final class CudaRuntimeNotFoundException extends RuntimeException {
      * @param attempts one line per place tried, with why it failed
      * @param howToFix the remedy, appended after the list
      */
-    CudaRuntimeNotFoundException(String library, List<String> attempts, String howToFix) {
+    public CudaRuntimeNotFoundException(String library, List<String> attempts, String howToFix) {
         super("could not load " + library + "; tried, in order:\n  "
                 + String.join("\n  ", attempts) + "\n" + howToFix);
         this.attempts = List.copyOf(attempts);

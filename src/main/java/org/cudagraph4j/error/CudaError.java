@@ -1,4 +1,4 @@
-package org.cudagraph4j;
+package org.cudagraph4j.error;
 
 import java.util.HashMap;
 import java.util.Map;

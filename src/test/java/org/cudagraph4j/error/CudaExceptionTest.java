@@ -1,4 +1,4 @@
-package org.cudagraph4j;
+package org.cudagraph4j.error;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;

@@ -1,0 +1,135 @@
+package org.cudagraph4j;
+
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import org.cudagraph4j.internal.lifetime.CaptureTracker;
+import org.cudagraph4j.internal.lifetime.GraphAllocations;
+import org.cudagraph4j.internal.lifetime.Lifetime;
+
+/**
+ * What {@code org.cudagraph4j.graph} does with this package's objects beyond their public API: a
+ * stream's capture slot, the lifetimes behind buffers and events, kernel arguments in their native
+ * form, and views of graph memory. It sits here, naming this package's own types, so that the
+ * graph package above reaches it through plain one-way dependencies.
+ *
+ * <p>It is public only because the graph package is another package. {@link #get()} hands the one
+ * instance to the library's own module and refuses any other, which keeps it as closed as the
+ * packages the module does not export (on the class path, where every class is in one unnamed
+ * module, those are open to all as well).
+ *
+ * @hidden
+ */
+@SuppressWarnings("exports") // it names the lifetime model's types, which the module does not export
+public final class GraphAccess {
+    private static final GraphAccess INSTANCE = new GraphAccess();
+    private static final StackWalker CALLERS = StackWalker.getInstance(StackWalker.Option.RETAIN_CLASS_REFERENCE);
+
+    private GraphAccess() {}
+
+    /**
+     * The access, for a class of this library.
+     *
+     * @return the one instance
+     * @throws IllegalCallerException if the caller is in another module
+     */
+    public static GraphAccess get() {
+        Class<?> caller = CALLERS.getCallerClass();
+        if (caller.getModule() != GraphAccess.class.getModule()) {
+            throw new IllegalCallerException(caller + " is not part of cudagraph4j");
+        }
+        return INSTANCE;
+    }
+
+    /**
+     * Where a stream keeps the capture it takes part in, which a capture begins in.
+     *
+     * @param stream the stream
+     * @return its slot
+     */
+    public CaptureTracker.Slot captureSlot(CudaStream stream) {
+        return stream.captureSlot();
+    }
+
+    /**
+     * The lifetime behind a buffer: its allocation's.
+     *
+     * @param buffer an allocation or a slice
+     * @return what keeps its memory allocated
+     */
+    public Lifetime lifetime(DeviceBuffer buffer) {
+        return buffer.allocation().lifetime();
+    }
+
+    /**
+     * The lifetime of an event.
+     *
+     * @param event the event
+     * @return what keeps it created
+     */
+    public Lifetime lifetime(CudaEvent event) {
+        return event.lifetime();
+    }
+
+    /**
+     * Checked arguments for one use on the calling thread, in a confined arena: closing a shared
+     * arena costs a handshake with every thread, tens of microseconds.
+     *
+     * @param kernel the kernel they are for
+     * @param arguments one value per parameter
+     * @return the arguments, to close after the use
+     */
+    public KernelArguments temporaryArguments(CudaKernel kernel, Object[] arguments) {
+        return new KernelArguments(kernel, arguments, false);
+    }
+
+    /**
+     * What a launch with {@code arguments} needs alive.
+     *
+     * @param arguments the launch's arguments
+     * @return its kernel's library and its buffers, all open
+     */
+    public List<Lifetime> uses(KernelArguments arguments) {
+        return arguments.uses();
+    }
+
+    /**
+     * The {@code void*[]} of {@code arguments} for a kernel that runs on device {@code launchDevice},
+     * after checking that the device can reach every buffer among them, and that graph memory among
+     * them is {@code graphMemory}'s.
+     *
+     * @param arguments the launch's arguments
+     * @param launchDevice the ordinal of the device the kernel runs on
+     * @param graphMemory the memory of the graph the launch is in, or {@code null} for none
+     * @return the pointers, valid while {@code arguments} is open
+     */
+    public MemorySegment argumentPointers(KernelArguments arguments, int launchDevice, GraphAllocations graphMemory) {
+        return arguments.pointers(launchDevice, graphMemory);
+    }
+
+    /**
+     * A view of graph memory at {@code address}, which the graph that holds {@code owner} allocates
+     * at each launch and owns.
+     *
+     * @param device the ordinal of the device the memory is on
+     * @param address the allocation's device address
+     * @param type its element type
+     * @param length its length in elements
+     * @param owner the graph memory it lies in
+     * @param graph the graph, described
+     * @return the view, which frees nothing
+     */
+    public DeviceBuffer graphMemoryBuffer(int device, long address, ElementType type, long length,
+            GraphAllocations owner, String graph) {
+        return DeviceBuffer.graphMemory(Cuda.device(device), address, type, length, owner, null, graph);
+    }
+
+    /**
+     * The graph memory a buffer lies in.
+     *
+     * @param buffer the buffer
+     * @return its graph's memory, or {@code null} if it is not graph memory
+     */
+    public GraphAllocations graphMemoryOf(DeviceBuffer buffer) {
+        return buffer.graphOwner();
+    }
+}
