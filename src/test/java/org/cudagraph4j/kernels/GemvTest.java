@@ -83,7 +83,7 @@ class GemvTest {
                 for (Sgemm sgemm : new Sgemm[] {kernels.sgemm(), kernels.sgemm().withProgrammaticDependentLaunch()}) {
                     for (int run = 0; run < (TestData.underSanitizer() ? 2 : 20); run++) {
                         d.memset(0xFF);
-                        sgemm.multiply(stream, config, m, n, k, 1f, a, b, 0f, d, bias);
+                        sgemm.multiply(stream, config, GemmOperands.biasRelu(m, n, k, a, b, true, bias, d), null);
                         stream.synchronize();
                         int[] bits = bits(d.toFloatArray());
                         if (first == null) {
@@ -102,19 +102,21 @@ class GemvTest {
         GemmConfig gemv = gemvConfigs().getFirst();
         try (DeviceBuffer a = device.allocateFloats(8 * 132); DeviceBuffer b = device.allocateFloats(64 * 132);
                 DeviceBuffer bias = device.allocateFloats(64); DeviceBuffer c = device.allocateFloats(8 * 64)) {
-            Object biasOrNull = gemv.epilogue() == GemmConfig.Epilogue.BIAS_RELU ? bias : null;
+            DeviceBuffer biasOrNull = gemv.epilogue() == GemmConfig.Epilogue.BIAS_RELU ? bias : null;
             IllegalArgumentException oddK = assertThrows(IllegalArgumentException.class, () -> kernels.sgemm()
-                    .multiply(stream, gemv, 8, 64, 130, 1f, a, b, 0f, c, (DeviceBuffer) biasOrNull));
+                    .multiply(stream, gemv, new GemmOperands(8, 64, 130, 1f, a, b, true, 0f, c, biasOrNull), null));
             assertTrue(oddK.getMessage().contains("needs B's leading dimension (130) and address to be multiples of 4"),
                     oddK.getMessage());
             DeviceBuffer shiftedA = a.slice(1, 8 * 128);
             IllegalArgumentException misalignedA = assertThrows(IllegalArgumentException.class, () -> kernels.sgemm()
-                    .multiply(stream, gemv, 8, 64, 128, 1f, shiftedA, b, 0f, c, (DeviceBuffer) biasOrNull));
+                    .multiply(stream, gemv, new GemmOperands(8, 64, 128, 1f, shiftedA, b, true, 0f, c, biasOrNull),
+                            null));
             assertEquals(gemv.kernelName() + " reads A 4 floats at a time: it needs K (128) to be a multiple of 4 and "
                     + "A to start 16-byte aligned", misalignedA.getMessage());
             DeviceBuffer shiftedB = b.slice(2, 64 * 128);
             assertThrows(IllegalArgumentException.class, () -> kernels.sgemm()
-                    .multiply(stream, gemv, 8, 64, 128, 1f, a, shiftedB, 0f, c, (DeviceBuffer) biasOrNull));
+                    .multiply(stream, gemv, new GemmOperands(8, 64, 128, 1f, a, shiftedB, true, 0f, c, biasOrNull),
+                            null));
         }
     }
 

@@ -103,7 +103,8 @@ class SgemmAlign4Test {
                     continue;
                 }
                 dc.memset(0xFF);
-                kernels.sgemm().multiply(stream, config, m, n, k, 2f, da, db, 0f, dc, null);
+                kernels.sgemm().multiply(stream, config,
+                        GemmOperands.linearCombination(m, n, k, 2f, da, db, true, 0f, dc), null);
                 stream.synchronize();
                 Reference.assertClose(expected, dc.toFloatArray(), config.kernelName() + " "
                         + TestData.seedDescription(seed));
@@ -118,19 +119,24 @@ class SgemmAlign4Test {
                     DeviceBuffer bias = device.allocateFloats(64); DeviceBuffer c = device.allocateFloats(8 * 64)) {
                 DeviceBuffer biasOrNull = config.epilogue() == GemmConfig.Epilogue.BIAS_RELU ? bias : null;
                 IllegalArgumentException oddK = assertThrows(IllegalArgumentException.class, () -> kernels.sgemm()
-                        .multiply(stream, config, 8, 64, 131, 1f, a, b, 0f, c, biasOrNull));
+                        .multiply(stream, config, operands(131, a, b, c, biasOrNull), null));
                 assertEquals(config.kernelName() + " needs B's leading dimension (131) and address to be multiples of 4"
                         + " floats", oddK.getMessage());
                 assertThrows(IllegalArgumentException.class, () -> kernels.sgemm()
-                        .multiply(stream, config, 8, 64, 130, 1f, a, b, 0f, c, biasOrNull), "K = 2 mod 4");
+                        .multiply(stream, config, operands(130, a, b, c, biasOrNull), null), "K = 2 mod 4");
                 DeviceBuffer shifted = b.slice(1, 64 * 128);
                 assertThrows(IllegalArgumentException.class, () -> kernels.sgemm()
-                        .multiply(stream, config, 8, 64, 128, 1f, a, shifted, 0f, c, biasOrNull), "B 4 bytes in");
+                        .multiply(stream, config, operands(128, a, shifted, c, biasOrNull), null), "B 4 bytes in");
                 DeviceBuffer shiftedByFour = b.slice(4, 64 * 128);
-                kernels.sgemm().multiply(stream, config, 8, 64, 128, 1f, a, shiftedByFour, 0f, c, biasOrNull);
+                kernels.sgemm().multiply(stream, config, operands(128, a, shiftedByFour, c, biasOrNull), null);
                 stream.synchronize();
             }
         }
+    }
+
+    /** An 8 x 64 output of depth {@code k}, B stored [n, k], with a bias or none. */
+    private static GemmOperands operands(int k, DeviceBuffer a, DeviceBuffer b, DeviceBuffer c, DeviceBuffer bias) {
+        return new GemmOperands(8, 64, k, 1f, a, b, true, 0f, c, bias);
     }
 
     @Test
@@ -194,8 +200,8 @@ class SgemmAlign4Test {
             assertEquals("cg4j_simt_sgemm_f32_64x32x16_3_tnt_align4_bias_f32_relu", config.kernelName());
             chosen.memset(0xFF);
             pinned.memset(0xFF);
-            kernels.sgemm().multiplyBiasRelu(stream, m, n, k, da, db, true, dbias, chosen);
-            kernels.sgemm().multiply(stream, config, m, n, k, 1f, da, db, 0f, pinned, dbias);
+            kernels.sgemm().multiply(stream, GemmOperands.biasRelu(m, n, k, da, db, true, dbias, chosen), null);
+            kernels.sgemm().multiply(stream, config, GemmOperands.biasRelu(m, n, k, da, db, true, dbias, pinned), null);
             stream.synchronize();
             float[] out = chosen.toFloatArray();
             assertFalse(Float.isNaN(out[out.length - 1]), "the last element was written");

@@ -81,7 +81,7 @@ class SgemmTest {
         float[] b = TestData.randomFloats(k * n, seed + 1);
         try (DeviceBuffer da = upload(a); DeviceBuffer db = upload(b); DeviceBuffer dc = device.allocateFloats(m * n)) {
             dc.memset(0xFF);
-            kernels.sgemm().multiply(stream, m, n, k, 2f, da, db, false, 0f, dc);
+            kernels.sgemm().multiply(stream, GemmOperands.linearCombination(m, n, k, 2f, da, db, false, 0f, dc), null);
             stream.synchronize();
             Reference.assertClose(Reference.gemm(m, n, k, 2, a, b, false, 0, null), dc.toFloatArray(),
                     TestData.seedDescription(seed));
@@ -105,20 +105,25 @@ class SgemmTest {
                 org.cudagraph4j.ElementType.INT32, 100)) {
             Sgemm sgemm = kernels.sgemm();
             IllegalArgumentException zero = assertThrows(IllegalArgumentException.class,
-                    () -> sgemm.multiply(stream, 0, 1, 1, 1f, small, small, false, 0f, small));
+                    () -> sgemm.multiply(stream, linear(0, 1, 1, small, small, small), null));
             assertEquals("sgemm needs m, n, k >= 1, got m=0, n=1, k=1", zero.getMessage());
             IllegalArgumentException tooSmall = assertThrows(IllegalArgumentException.class,
-                    () -> sgemm.multiply(stream, 4, 4, 4, 1f, small, small, false, 0f, small));
+                    () -> sgemm.multiply(stream, linear(4, 4, 4, small, small, small), null));
             assertEquals("A needs 16 floats but has 10", tooSmall.getMessage());
             IllegalArgumentException type = assertThrows(IllegalArgumentException.class,
-                    () -> sgemm.multiply(stream, 2, 2, 2, 1f, ints, small, false, 0f, small));
+                    () -> sgemm.multiply(stream, linear(2, 2, 2, ints, small, small), null));
             assertEquals("A must hold FLOAT32, not INT32", type.getMessage());
             try (DeviceBuffer big = device.allocateFloats(100)) {
                 IllegalArgumentException alias = assertThrows(IllegalArgumentException.class,
-                        () -> sgemm.multiply(stream, 4, 4, 4, 1f, big, big.slice(16, 16), false, 0f, big.slice(8, 16)));
+                        () -> sgemm.multiply(stream, linear(4, 4, 4, big, big.slice(16, 16), big.slice(8, 16)), null));
                 assertEquals("the output of sgemm must not overlap its inputs", alias.getMessage());
             }
         }
+    }
+
+    /** {@code C = A * B} with B stored [k, n]. */
+    private static GemmOperands linear(int m, int n, int k, DeviceBuffer a, DeviceBuffer b, DeviceBuffer c) {
+        return GemmOperands.linearCombination(m, n, k, 1f, a, b, false, 0f, c);
     }
 
     private static DeviceBuffer upload(float[] values) {

@@ -109,20 +109,21 @@ class SplitKTest {
                 DeviceBuffer b = upload(TestData.randomFloats(n * k, seed + 1)); DeviceBuffer dbias = upload(bias);
                 DeviceBuffer d = device.allocateFloats(m * n);
                 GemmWorkspace workspace = GemmWorkspace.allocate(device, m, n, 16)) {
+            GemmOperands operands = GemmOperands.biasRelu(m, n, k, a, b, true, dbias, d);
             d.memset(0xFF);
-            kernels.sgemm().multiply(stream, config, m, n, k, 1f, a, b, 0f, d, dbias, workspace);
+            kernels.sgemm().multiply(stream, config, operands, workspace);
             stream.synchronize();
             int[] first = bits(d.toFloatArray());
             for (int run = 0; run < REPEATS; run++) {
                 d.memset(0xFF);
-                kernels.sgemm().multiply(stream, config, m, n, k, 1f, a, b, 0f, d, dbias, workspace);
+                kernels.sgemm().multiply(stream, config, operands, workspace);
                 stream.synchronize();
                 assertArrayEquals(first, bits(d.toFloatArray()),
                         config.kernelName() + " run " + run + " " + TestData.seedDescription(seed));
             }
             assertGraphReplaysGive(first, () -> {
                 for (int launch = 0; launch < 4; launch++) {
-                    kernels.sgemm().multiply(stream, config, m, n, k, 1f, a, b, 0f, d, dbias, workspace);
+                    kernels.sgemm().multiply(stream, config, operands, workspace);
                 }
             }, d, 5, "4 launches");
         }
@@ -162,23 +163,23 @@ class SplitKTest {
         try (DeviceBuffer a = device.allocateFloats(64 * 64); DeviceBuffer b = device.allocateFloats(64 * 64);
                 DeviceBuffer c = device.allocateFloats(64 * 64);
                 GemmWorkspace small = GemmWorkspace.allocate(device, 8, 8, 2)) {
+            GemmOperands operands = GemmOperands.linearCombination(64, 64, 64, 1f, a, b, split.bTransposed(), 0f, c);
             IllegalArgumentException noWorkspace = assertThrows(IllegalArgumentException.class,
-                    () -> kernels.sgemm().multiply(stream, split.withSlices(2), 64, 64, 64, 1f, a, b, 0f, c, null));
+                    () -> kernels.sgemm().multiply(stream, split.withSlices(2), operands, null));
             assertTrue(noWorkspace.getMessage().contains("with 2 slices needs a GemmWorkspace"), noWorkspace.getMessage());
             IllegalArgumentException tooMany = assertThrows(IllegalArgumentException.class,
-                    () -> kernels.sgemm().multiply(stream, split.withSlices(5), 64, 64, 64, 1f, a, b, 0f, c, null,
-                            small));
+                    () -> kernels.sgemm().multiply(stream, split.withSlices(5), operands, small));
             assertTrue(tooMany.getMessage().contains("more than k=64 has k-tiles (4)"), tooMany.getMessage());
             IllegalArgumentException tooSmall = assertThrows(IllegalArgumentException.class,
-                    () -> kernels.sgemm().multiply(stream, split.withSlices(2), 64, 64, 64, 1f, a, b, 0f, c, null,
-                            small));
+                    () -> kernels.sgemm().multiply(stream, split.withSlices(2), operands, small));
             assertTrue(tooSmall.getMessage().contains("workspace is too small"), tooSmall.getMessage());
         }
         // One slice needs no workspace, so every shipped instance runs through the plain overload.
         try (DeviceBuffer a = upload(ones(64 * 64)); DeviceBuffer b = upload(ones(64 * 64));
                 DeviceBuffer c = device.allocateFloats(64 * 64)) {
             c.memset(0xFF);
-            kernels.sgemm().multiply(stream, split, 64, 64, 64, 1f, a, b, 0f, c, null);
+            kernels.sgemm().multiply(stream, split,
+                    GemmOperands.linearCombination(64, 64, 64, 1f, a, b, split.bTransposed(), 0f, c), null);
             stream.synchronize();
             assertEquals(64f, c.toFloatArray()[4095]);
         }
@@ -186,15 +187,16 @@ class SplitKTest {
         closed.close();
         try (DeviceBuffer a = device.allocateFloats(64 * 64); DeviceBuffer b = device.allocateFloats(64 * 64);
                 DeviceBuffer c = device.allocateFloats(64 * 64)) {
-            assertThrows(IllegalStateException.class, () -> kernels.sgemm().multiply(stream, split.withSlices(2), 64,
-                    64, 64, 1f, a, b, 0f, c, null, closed));
+            GemmOperands operands = GemmOperands.linearCombination(64, 64, 64, 1f, a, b, split.bTransposed(), 0f, c);
+            assertThrows(IllegalStateException.class,
+                    () -> kernels.sgemm().multiply(stream, split.withSlices(2), operands, closed));
             // The device and the kernels are still healthy.
             float[] ones = new float[64 * 64];
             java.util.Arrays.fill(ones, 1f);
             a.copyFrom(ones);
             b.copyFrom(ones);
             try (GemmWorkspace workspace = GemmWorkspace.allocate(device, 64, 64, 2)) {
-                kernels.sgemm().multiply(stream, split.withSlices(2), 64, 64, 64, 1f, a, b, 0f, c, null, workspace);
+                kernels.sgemm().multiply(stream, split.withSlices(2), operands, workspace);
             }
             stream.synchronize();
             assertEquals(64f, c.toFloatArray()[4095]);
@@ -376,8 +378,9 @@ class SplitKTest {
                 DeviceBuffer x = upload(TestData.randomFloats(batch * width, seed + 2));
                 DeviceBuffer h = device.allocateFloats(batch * width); DeviceBuffer y = device.allocateFloats(batch * width);
                 GemmWorkspace workspace = GemmWorkspace.allocate(device, batch, width, 8)) {
-            kernels.sgemm().multiply(stream, config, batch, width, width, 1f, x, w, 0f, h, bias, workspace);
-            kernels.sgemm().multiply(stream, config, batch, width, width, 1f, h, w, 0f, y, bias, workspace);
+            Sgemm sgemm = kernels.sgemm();
+            sgemm.multiply(stream, config, GemmOperands.biasRelu(batch, width, width, x, w, true, bias, h), workspace);
+            sgemm.multiply(stream, config, GemmOperands.biasRelu(batch, width, width, h, w, true, bias, y), workspace);
             stream.synchronize();
             int[] expected = bits(y.toFloatArray());
 
