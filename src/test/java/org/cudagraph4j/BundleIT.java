@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.jar.JarFile;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Tag;
@@ -61,6 +62,15 @@ class BundleIT {
             assertTrue(entries.stream().anyMatch(e -> e.startsWith("cudagraph4j-gpu-bundle/" + jar)), "missing " + jar);
         }
         assertTrue(entries.stream().anyMatch(e -> e.endsWith("-tests.jar")), "missing the tests jar");
+        // bin/soak runs the soak from the tests jar, though its sources are in src/tools/java.
+        try (Stream<Path> lib = Files.list(bundle.resolve("lib"))) {
+            Path tests = lib.filter(p -> p.getFileName().toString().endsWith("-tests.jar")).findFirst().orElseThrow();
+            try (JarFile jar = new JarFile(tests.toFile())) {
+                for (String soak : List.of("org/cudagraph4j/Soak.class", "org/cudagraph4j/ServingSoak.class")) {
+                    assertTrue(jar.getEntry(soak) != null, tests.getFileName() + " is missing " + soak);
+                }
+            }
+        }
         assertTrue(Files.isExecutable(bundle.resolve("bin/run-tests")));
         assertTrue(Files.isExecutable(bundle.resolve("bin/soak")));
         assertTrue(Files.isExecutable(bundle.resolve("bin/run-serving-benchmark")));
