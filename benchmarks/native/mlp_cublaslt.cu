@@ -1,7 +1,8 @@
 // cudagraph4j benchmarks: the 16-layer MLP through cuBLASLt, NVIDIA's own fused baseline.
 //
-//   mlp_cublaslt            (build: nvcc -std=c++17 -O3 -arch=sm_90 -Xcompiler -fopenmp
-//                                   -o mlp_cublaslt mlp_cublaslt.cu -lcublasLt)
+//   mlp_cublaslt            (build: nvcc -std=c++17 -O3 -arch=sm_90 -Xcompiler -fopenmp -I ../../kernels/test
+//                                   -o mlp_cublaslt mlp_cublaslt.cu -lcublasLt; in the GPU bundle
+//                                   graph_timing.cuh is beside it and needs no -I)
 //
 // The same MLP as kernels/test/skinny_test.cu's time_mlp and native/mlp_torch.py: 16 layers of
 // y = relu(x W^T + b), FP32 data, FP32 compute with no TF32 (CUBLAS_COMPUTE_32F), W stored [out, in]
@@ -14,7 +15,8 @@
 //   1. one layer alone, then all 16 eagerly, then the first forward of the captured graph, each with
 //      its outputs poisoned (NaN) first, checked against a float64 CPU reference on fresh random data;
 //   2. the 16 layers captured on a non-blocking stream into one graph; µs per forward synchronising
-//      after each (median of 200) and pipelined (200 launches, one sync), as skinny_test's time_mlp.
+//      after each (median of 200) and pipelined (200 launches, one sync), by the loop skinny_test's
+//      time_mlp uses (kernels/test/graph_timing.cuh).
 // Prints "MLP16 cublaslt graph: width W batch B: X us/forward sync each (median), Y us pipelined",
 // which benchmarks' MlpResults reads from mlp-cublaslt.log. Exit code 0 only if every check passed;
 // 2 on any failed CUDA or cuBLASLt call.
@@ -22,20 +24,14 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
-#define CK(x) check_cuda((x), #x, __LINE__)
-static void check_cuda(cudaError_t e, const char *what, int line) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "FATAL line %d: %s -> %s: %s\n", line, what, cudaGetErrorName(e), cudaGetErrorString(e));
-    std::exit(2);
-  }
-}
+#include "graph_timing.cuh"
+
 
 #define LT(x) check_lt((x), #x, __LINE__)
 static void check_lt(cublasStatus_t s, const char *what, int line) {
@@ -230,32 +226,11 @@ static void print_algo(const Model &m, int batch, const Cell &c) {
               config(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING), (size_t)c.first.workspaceSize, c.first.wavesCount);
 }
 
-/// µs per forward of the captured graph, as skinny_test's time_mlp: 20 untimed launches, then the
-/// median of 200 launches with a sync each, then 200 pipelined launches with one sync.
-static void time_graph(const Model &m, int batch, cudaGraphExec_t exec, cudaStream_t stream) {
-  for (int i = 0; i < 20; ++i) CK(cudaGraphLaunch(exec, stream));
-  CK(cudaStreamSynchronize(stream));
-  std::vector<double> sync_us;
-  for (int i = 0; i < 200; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    CK(cudaGraphLaunch(exec, stream));
-    CK(cudaStreamSynchronize(stream));
-    sync_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(sync_us.begin(), sync_us.end());
-  auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < 200; ++i) CK(cudaGraphLaunch(exec, stream));
-  CK(cudaStreamSynchronize(stream));
-  double piped = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 200;
+/// µs per forward of the captured graph, timed as skinny_test's time_mlp times its own.
+static void print_graph_times(const Model &m, int batch, cudaGraphExec_t exec, cudaStream_t stream) {
+  GraphTimes times = time_graph(exec, stream);
   std::printf("MLP16 cublaslt graph: width %d batch %d: %.1f us/forward sync each (median), %.1f us pipelined\n",
-              m.width, batch, sync_us[100], piped);
-}
-
-__global__ void spin(float *sink, long long cycles) {
-  long long start = clock64();
-  float x = threadIdx.x;
-  while (clock64() - start < cycles) x = x * 1.0000001f + 1e-7f;
-  if (x == -1.0f) *sink = x;
+              m.width, batch, times.sync_median_us, times.pipelined_us);
 }
 
 int main() {
@@ -272,12 +247,7 @@ int main() {
   CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   float *sink;
   CK(cudaMalloc(&sink, 4));
-  auto warm_start = std::chrono::steady_clock::now();
-  for (int i = 0; i < 20; ++i) spin<<<prop.multiProcessorCount * 4, 256, 0, stream>>>(sink, 200000000LL);
-  CK(cudaGetLastError());
-  CK(cudaStreamSynchronize(stream));
-  double warm_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_start).count();
-  std::printf("clock warm-up: %.1f s of spinning kernels on every SM before the first measurement\n", warm_s);
+  warm_clocks(prop, stream, sink);
 
   void *workspace;
   CK(cudaMalloc(&workspace, kWorkspaceBytes));
@@ -353,7 +323,7 @@ int main() {
       CK(cudaGraphLaunch(exec, stream));
       ok &= check_output("cublaslt graph 16 layers", width, batch, chain, act[1], stream, 1e-4);
       std::printf("graph: width %d batch %d: %zu nodes for %d layers\n", width, batch, nodes, kLayers);
-      if (ok) time_graph(m, batch, exec, stream);
+      if (ok) print_graph_times(m, batch, exec, stream);
       CK(cudaGraphExecDestroy(exec));
       CK(cudaGraphDestroy(graph));
       release(c);

@@ -13,13 +13,15 @@
 // names the split-K instance: "32x32", or "32x32_r4" for the batched reduction; the gemv column
 // "gemv_8x8"). Last, a 16-layer MLP per (batch, width) on the best configuration, captured into
 // one graph (and on the best split-K one too where a GEMV instance won): µs per forward,
-// synchronising after each (latency) and pipelined (throughput). Exit code 0 only if every check
+// synchronising after each (latency) and pipelined (throughput), by graph_timing.cuh's loop, which
+// benchmarks/native/mlp_cublaslt.cu times cuBLASLt's MLP with. Exit code 0 only if every check
 // passed.
+//
+// Build: nvcc -std=c++17 -O3 -arch=native -Xcompiler -fopenmp -o skinny_test skinny_test.cu
 #include <cuda_runtime.h>
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -31,14 +33,9 @@
 #include <string>
 #include <vector>
 
+#include "graph_timing.cuh"
 
-#define CK(x) check_cuda((x), #x, __LINE__)
-static void check_cuda(cudaError_t e, const char *what, int line) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "FATAL line %d: %s -> %s: %s\n", line, what, cudaGetErrorName(e), cudaGetErrorString(e));
-    std::exit(2);
-  }
-}
+
 
 static std::map<std::string, std::string> read_manifest(const std::string &path) {
   std::map<std::string, std::string> kv;
@@ -187,32 +184,13 @@ static void time_mlp(const char *label, const Config &c, const Problem &p, int m
       std::printf("CHECK FAILED MLP %s width %d batch %d: PDL changed the result's bits\n", c.name.c_str(), p.n, m);
       ++g_failures;
     }
-    for (int i = 0; i < 20; ++i) CK(cudaGraphLaunch(exec, stream));
-    CK(cudaStreamSynchronize(stream));
-    std::vector<double> sync_us;
-    for (int i = 0; i < 200; ++i) {
-      auto t0 = std::chrono::steady_clock::now();
-      CK(cudaGraphLaunch(exec, stream));
-      CK(cudaStreamSynchronize(stream));
-      sync_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(sync_us.begin(), sync_us.end());
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < 200; ++i) CK(cudaGraphLaunch(exec, stream));
-    CK(cudaStreamSynchronize(stream));
-    double piped = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 200;
+    GraphTimes times = time_graph(exec, stream);
     std::printf("MLP16 %s graph%s: width %d batch %d: %.1f us/forward sync each (median), %.1f us pipelined; "
-                "%s x%d slices\n", label, pdl ? " PDL" : "", p.n, m, sync_us[100], piped, c.name.c_str(), slices);
+                "%s x%d slices\n", label, pdl ? " PDL" : "", p.n, m, times.sync_median_us, times.pipelined_us,
+                c.name.c_str(), slices);
     CK(cudaGraphExecDestroy(exec));
     CK(cudaGraphDestroy(graph));
   }
-}
-
-__global__ void spin(float *sink, long long cycles) {
-  long long start = clock64();
-  float x = threadIdx.x;
-  while (clock64() - start < cycles) x = x * 1.0000001f + 1e-7f;
-  if (x == -1.0f) *sink = x;
 }
 
 int main(int argc, char **argv) {
@@ -261,14 +239,7 @@ int main(int argc, char **argv) {
   CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   float *sink;
   CK(cudaMalloc(&sink, 4));
-  auto warm_start = std::chrono::steady_clock::now();
-  for (int i = 0; i < 20; ++i) spin<<<prop.multiProcessorCount * 4, 256, 0, stream>>>(sink, 200000000LL);
-  CK(cudaGetLastError());
-  CK(cudaStreamSynchronize(stream));
-  double warm_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_start).count();
-  int clock_khz = 0;
-  CK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
-  std::printf("clock warm-up: %.1f s of spinning kernels on every SM before the first measurement\n", warm_s);
+  warm_clocks(prop, stream, sink);
 
   const int batches[] = {1, 8, 32, 128, 256};
   const int widths[] = {512, 1024, 4096};

@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.jar.JarFile;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Tag;
@@ -49,6 +50,7 @@ class BundleIT {
                 "cudagraph4j-gpu-bundle/benchmarks/native/launch_overhead.cu",
                 "cudagraph4j-gpu-bundle/benchmarks/native/build.sh",
                 "cudagraph4j-gpu-bundle/benchmarks/native/skinny_test.cu",
+                "cudagraph4j-gpu-bundle/benchmarks/native/graph_timing.cuh",
                 "cudagraph4j-gpu-bundle/benchmarks/native/mlp_torch.py",
                 "cudagraph4j-gpu-bundle/benchmarks/native/mlp_cublaslt.cu",
                 "cudagraph4j-gpu-bundle/bin/run-serving-benchmark", "cudagraph4j-gpu-bundle/bin/run-multi-gpu",
@@ -60,6 +62,15 @@ class BundleIT {
             assertTrue(entries.stream().anyMatch(e -> e.startsWith("cudagraph4j-gpu-bundle/" + jar)), "missing " + jar);
         }
         assertTrue(entries.stream().anyMatch(e -> e.endsWith("-tests.jar")), "missing the tests jar");
+        // bin/soak runs the soak from the tests jar, though its sources are in src/tools/java.
+        try (Stream<Path> lib = Files.list(bundle.resolve("lib"))) {
+            Path tests = lib.filter(p -> p.getFileName().toString().endsWith("-tests.jar")).findFirst().orElseThrow();
+            try (JarFile jar = new JarFile(tests.toFile())) {
+                for (String soak : List.of("org/cudagraph4j/Soak.class", "org/cudagraph4j/ServingSoak.class")) {
+                    assertTrue(jar.getEntry(soak) != null, tests.getFileName() + " is missing " + soak);
+                }
+            }
+        }
         assertTrue(Files.isExecutable(bundle.resolve("bin/run-tests")));
         assertTrue(Files.isExecutable(bundle.resolve("bin/soak")));
         assertTrue(Files.isExecutable(bundle.resolve("bin/run-serving-benchmark")));

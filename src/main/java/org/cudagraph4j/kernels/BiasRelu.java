@@ -62,10 +62,10 @@ public final class BiasRelu {
         if (m < 1 || n < 1) {
             throw new IllegalArgumentException("bias+ReLU needs m, n >= 1, got m=" + m + ", n=" + n);
         }
-        Sgemm.checkMatrix("X", x, (long) m * n);
-        Sgemm.checkMatrix("Y", y, (long) m * n);
-        Sgemm.checkMatrix("bias", bias, n);
-        if (Sgemm.overlaps(y, x) && y.byteOffset() != x.byteOffset()) {
+        MatrixChecks.requireFloats("X", x, (long) m * n);
+        MatrixChecks.requireFloats("Y", y, (long) m * n);
+        MatrixChecks.requireFloats("bias", bias, n);
+        if (MatrixChecks.overlaps(y, x) && y.byteOffset() != x.byteOffset()) {
             throw new IllegalArgumentException("Y must be X itself or not overlap it");
         }
         kernel.launch(LaunchConfig.of(grid, block, 0, stream), m, n, x, n, bias, y, n);

@@ -46,14 +46,15 @@ public final class GemmWorkspace implements AutoCloseable {
                     + maxN + ", " + maxSlices);
         }
         long partialFloats = maxSlices == 1 ? 1 : Math.multiplyExact((long) maxSlices, (long) maxM * maxN);
-        return allocate(device, partialFloats, (long) GemmConfig.ceilDiv(maxM, 16) * GemmConfig.ceilDiv(maxN, 32));
+        return allocate(device, new Size(partialFloats,
+                (long) GemmConfig.ceilDiv(maxM, 16) * GemmConfig.ceilDiv(maxN, 32)));
     }
 
-    /** A zeroed workspace of exactly this many partial floats (at least 1) and tickets. */
-    static GemmWorkspace allocate(CudaDevice device, long partialFloats, long ticketCount) {
-        DeviceBuffer partials = device.allocateFloats(Math.max(1, partialFloats));
+    /** A zeroed workspace of exactly this size. */
+    static GemmWorkspace allocate(CudaDevice device, Size size) {
+        DeviceBuffer partials = device.allocateFloats(size.partialFloats());
         try {
-            DeviceBuffer tickets = device.allocate(ElementType.INT32, ticketCount);
+            DeviceBuffer tickets = device.allocate(ElementType.INT32, size.tickets());
             tickets.memset(0);
             return new GemmWorkspace(partials, tickets);
         } catch (RuntimeException e) {
@@ -83,9 +84,43 @@ public final class GemmWorkspace implements AutoCloseable {
      * @return whether the partials and tickets it needs fit in this workspace
      */
     public boolean fits(GemmConfig config, int m, int n) {
-        long tiles = (long) GemmConfig.ceilDiv(m, config.tileM()) * GemmConfig.ceilDiv(n, config.tileN());
-        return config.slices() == 1 || ((long) config.slices() * m * n <= partials.length()
-                && tiles <= tickets.length());
+        return new Size(partials.length(), tickets.length()).holds(config, m, n);
+    }
+
+    /**
+     * What a workspace holds: partial floats and tickets, each at least 1 (a launch of one slice
+     * touches neither).
+     */
+    record Size(long partialFloats, long tickets) {
+        /** The least a workspace can hold. */
+        static final Size NONE = new Size(1, 1);
+
+        Size {
+            if (partialFloats < 1 || tickets < 1) {
+                throw new IllegalArgumentException("a workspace holds at least 1 partial float and 1 ticket, got "
+                        + partialFloats + " and " + tickets);
+            }
+        }
+
+        /** What a launch of {@code config} on an {@code m x n} output needs: partials per slice, a ticket per tile. */
+        static Size of(GemmConfig config, int m, int n) {
+            if (config.slices() == 1) {
+                return NONE;
+            }
+            return new Size((long) config.slices() * m * n,
+                    (long) GemmConfig.ceilDiv(m, config.tileM()) * GemmConfig.ceilDiv(n, config.tileN()));
+        }
+
+        /** Whether a workspace of this size takes a launch of {@code config} on an {@code m x n} output. */
+        boolean holds(GemmConfig config, int m, int n) {
+            Size needed = of(config, m, n);
+            return needed.partialFloats <= partialFloats && needed.tickets <= tickets;
+        }
+
+        /** The size that holds what either holds. */
+        Size max(Size other) {
+            return new Size(Math.max(partialFloats, other.partialFloats), Math.max(tickets, other.tickets));
+        }
     }
 
     DeviceBuffer partials() {

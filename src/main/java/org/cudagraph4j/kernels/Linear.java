@@ -60,8 +60,8 @@ public final class Linear {
             throw new IllegalArgumentException("Linear needs inFeatures, outFeatures >= 1, got " + inFeatures + ", "
                     + outFeatures);
         }
-        Sgemm.checkMatrix("weight", weight, (long) outFeatures * inFeatures);
-        Sgemm.checkMatrix("bias", bias, outFeatures);
+        MatrixChecks.requireFloats("weight", weight, (long) outFeatures * inFeatures);
+        MatrixChecks.requireFloats("bias", bias, outFeatures);
         this.weight = weight;
         this.bias = bias;
         this.inFeatures = inFeatures;
@@ -166,15 +166,17 @@ public final class Linear {
         if (batch < 1) {
             throw new IllegalArgumentException("batch must be at least 1, got " + batch);
         }
-        Sgemm.checkMatrix("x", x, (long) batch * inFeatures);
-        Sgemm.checkMatrix("y", y, (long) batch * outFeatures);
+        MatrixChecks.requireFloats("x", x, (long) batch * inFeatures);
+        MatrixChecks.requireFloats("y", y, (long) batch * outFeatures);
         Sgemm sgemm = programmaticDependentLaunch ? kernels.sgemm().withProgrammaticDependentLaunch()
                 : kernels.sgemm();
         switch (mode) {
-            case FUSED -> sgemm.multiplyBiasRelu(stream, batch, outFeatures, inFeatures, x, weight, true, bias, y,
-                    workspace);
+            case FUSED -> sgemm.multiply(stream,
+                    GemmOperands.biasRelu(batch, outFeatures, inFeatures, x, weight, true, bias, y), workspace);
             case UNFUSED -> {
-                sgemm.multiply(stream, batch, outFeatures, inFeatures, 1f, x, weight, true, 0f, y);
+                sgemm.multiply(stream,
+                        GemmOperands.linearCombination(batch, outFeatures, inFeatures, 1f, x, weight, true, 0f, y),
+                        null);
                 Dim3 grid = epilogueGrid != null ? epilogueGrid : BiasRelu.defaultGrid(batch, outFeatures);
                 kernels.biasRelu().apply(stream, batch, outFeatures, y, bias, y, grid, BiasRelu.BLOCK);
             }

@@ -53,16 +53,20 @@ public final class Mlp implements AutoCloseable {
         if (maxBatch < 1) {
             throw new IllegalArgumentException("maxBatch must be at least 1, got " + maxBatch);
         }
-        int widest = stack.stream().mapToInt(Linear::outFeatures).max().orElseThrow();
-        long activation = (long) maxBatch * widest;
+        int[] widths = new int[stack.size() + 1];
+        widths[0] = stack.getFirst().inFeatures();
+        for (int i = 0; i < stack.size(); i++) {
+            widths[i + 1] = stack.get(i).outFeatures();
+        }
+        long activation = (long) maxBatch * stack.stream().mapToInt(Linear::outFeatures).max().orElseThrow();
         this.maxBatch = maxBatch;
         DeviceBuffer first = null;
         DeviceBuffer second = null;
         try {
             first = kernels.device().allocateFloats(activation);
             second = kernels.device().allocateFloats(activation);
-            this.workspace = GemmWorkspace.allocate(kernels.device(), partialFloats(kernels.sgemm(), stack, maxBatch),
-                    (long) GemmConfig.ceilDiv(maxBatch, 16) * GemmConfig.ceilDiv(widest, 32));
+            this.workspace = GemmWorkspace.allocate(kernels.device(), workspaceSize(kernels.gemmConfigs(),
+                    kernels.tuning(), kernels.multiprocessorCount(), widths, maxBatch));
         } catch (RuntimeException e) {
             closeAll(first, second);
             throw e;
@@ -73,25 +77,37 @@ public final class Mlp implements AutoCloseable {
     }
 
     /**
-     * The most partial floats any layer's split-K launch asks for at any batch up to
-     * {@code maxBatch}, as {@link Sgemm#choose} would plan it: the workspace is sized to that, not
-     * to the most slices at the largest batch (which the tuning table never pairs).
+     * The workspace that holds every split-K launch the chooser plans for a fused layer of this
+     * stack at any batch up to {@code maxBatch}: the tuning table's instance (its tile, from the
+     * manifest) and slice count for each layer and batch, so that {@link Sgemm#choose} never has to
+     * cut slices to fit. Sized to those plans, not to the most slices at the largest batch and the
+     * smallest tile, which the table never pairs.
+     *
+     * @param configs the shipped instances, as the manifest lists them
+     * @param tuning the tuning table
+     * @param multiprocessors the device's multiprocessor count, which scales the table's slices
+     * @param widths the features between layers: layer i takes {@code widths[i]} and gives {@code widths[i + 1]}
+     * @param maxBatch the most rows a forward pass takes
      */
-    private static long partialFloats(Sgemm sgemm, List<Linear> layers, int maxBatch) {
-        long most = 1;
-        for (Linear layer : layers) {
+    static GemmWorkspace.Size workspaceSize(List<GemmConfig> configs, SgemmTuning tuning, int multiprocessors,
+            int[] widths, int maxBatch) {
+        GemmWorkspace.Size size = GemmWorkspace.Size.NONE;
+        for (int layer = 0; layer + 1 < widths.length; layer++) {
+            int in = widths[layer];
+            int out = widths[layer + 1];
             for (int batch = 1; batch <= maxBatch; batch++) {
-                GemmConfig split = sgemm.tuned(batch, layer.outFeatures(), layer.inFeatures(), true,
-                        GemmConfig.Epilogue.BIAS_RELU);
-                if (split == null) {
+                SgemmTuning.Entry entry = tuning.nearest(batch, out, in);
+                if (entry == null) {
                     break; // above the table's largest batch nothing splits
                 }
-                if (split.slices() > 1) {
-                    most = Math.max(most, (long) split.slices() * batch * layer.outFeatures());
+                GemmConfig split = Sgemm.tuned(configs, tuning, multiprocessors, entry, in, true,
+                        GemmConfig.Epilogue.BIAS_RELU);
+                if (split != null) {
+                    size = size.max(GemmWorkspace.Size.of(split, batch, out));
                 }
             }
         }
-        return most;
+        return size;
     }
 
     /**
@@ -159,9 +175,9 @@ public final class Mlp implements AutoCloseable {
         if (batch < 1 || batch > maxBatch) {
             throw new IllegalArgumentException("batch must be 1 to " + maxBatch + ", got " + batch);
         }
-        Sgemm.checkMatrix("x", x, (long) batch * inFeatures());
-        Sgemm.checkMatrix("y", y, (long) batch * outFeatures());
-        if (Sgemm.overlaps(x, y)) {
+        MatrixChecks.requireFloats("x", x, (long) batch * inFeatures());
+        MatrixChecks.requireFloats("y", y, (long) batch * outFeatures());
+        if (MatrixChecks.overlaps(x, y)) {
             throw new IllegalArgumentException("y must not overlap x");
         }
         DeviceBuffer input = x;

@@ -7,18 +7,22 @@ import org.cudagraph4j.CudaKernel;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.Dim3;
-import org.cudagraph4j.ElementType;
 import org.cudagraph4j.LaunchConfig;
 
 /**
  * Single-precision matrix product on the shipped SIMT kernels, for row-major matrices:
  * {@code C = alpha * A * B + beta * C}, with A [m, k], B [k, n] (or B stored transposed, [n, k])
- * and C [m, n], all dense. Any m, n, k of at least 1.
+ * and C [m, n], all dense. Any m, n, k of at least 1. The problem is a {@link GemmOperands}:
+ *
+ * <pre>{@code
+ * sgemm.multiply(stream, GemmOperands.linearCombination(m, n, k, 1f, a, b, false, 0f, c), null);
+ * sgemm.multiply(stream, GemmOperands.biasRelu(batch, out, in, x, weight, true, bias, y), workspace);
+ * }</pre>
  *
  * <p>The instance is chosen by problem size (the large 128x128 tile once it fills every SM, the
- * seed's 64x32 tile below that), or pinned with {@link #multiply(CudaStream, GemmConfig, int, int,
- * int, float, DeviceBuffer, DeviceBuffer, float, DeviceBuffer, DeviceBuffer)}. With
- * {@code beta == 0}, C is not read, so it may hold anything, NaN included.
+ * seed's 64x32 tile below that, split-K or GEMV instances for skinny problems), or pinned with
+ * {@link #multiply(CudaStream, GemmConfig, GemmOperands, GemmWorkspace)}. With {@code beta == 0},
+ * C is not read, so it may hold anything, NaN included.
  *
  * <p>{@link #withProgrammaticDependentLaunch()} gives an Sgemm whose launches may overlap the
  * previous kernel on the stream (programmatic dependent launch, sm_90 and newer): every shipped
@@ -57,169 +61,64 @@ public final class Sgemm {
     }
 
     /**
-     * Computes {@code C = alpha * A * op(B) + beta * C}, where op(B) is B or, if {@code bTransposed}, Bᵀ, on
-     * the instance {@link #choose} picks.
+     * Computes {@code operands} on the instance {@link #choose} picks for them: for a skinny problem
+     * the GEMV instance or the split-K launch the tuning table gives, the latter only through a
+     * workspace; otherwise a tiled instance by the problem's size and B's alignment.
      *
      * @param stream the stream to launch on
-     * @param m rows of A and of the output, at least 1
-     * @param n columns of op(B) and of the output, at least 1
-     * @param k columns of A and rows of op(B), at least 1
-     * @param alpha the factor of the product
-     * @param a A, [m, k] floats
-     * @param b B, [k, n] floats, or [n, k] if {@code bTransposed}
-     * @param bTransposed whether B is stored [n, k] (as {@code torch.nn.Linear} stores its weight)
-     * @param beta the factor of C's old value; with 0, C is not read
-     * @param c C, [m, n] floats; must not overlap A or B
-     * @throws IllegalArgumentException if a dimension is below 1, a buffer does not hold FLOAT32 or is shorter
-     *     than its matrix, C overlaps A or B, or n needs more than 65535 tiles
-     * @throws NullPointerException if a buffer is null
-     * @throws IllegalStateException if the stream, a buffer or the kernels are closed
-     */
-    public void multiply(CudaStream stream, int m, int n, int k, float alpha, DeviceBuffer a, DeviceBuffer b,
-            boolean bTransposed, float beta, DeviceBuffer c) {
-        checkDimensions(m, n, k);
-        GemmConfig config = choose(m, n, k, bTransposed, GemmConfig.Epilogue.LINEAR_COMBINATION, a, b);
-        multiply(stream, config, GemmOperands.linearCombination(m, n, k, alpha, a, b, beta, c), null);
-    }
-
-    /**
-     * Computes {@code D = max(A * op(B) + bias[column], 0)} in one kernel: the fused Linear.
-     *
-     * @param stream the stream to launch on
-     * @param m rows of A and of the output, at least 1
-     * @param n columns of op(B) and of the output, at least 1
-     * @param k columns of A and rows of op(B), at least 1
-     * @param a A, [m, k] floats
-     * @param b B, [k, n] floats, or [n, k] if {@code bTransposed}
-     * @param bTransposed whether B is stored [n, k] (as {@code torch.nn.Linear} stores its weight)
-     * @param bias n floats, one per column
-     * @param d D, [m, n] floats, only written; must not overlap A or B
-     * @throws IllegalArgumentException if a dimension is below 1, a buffer does not hold FLOAT32 or is shorter
-     *     than its matrix, D overlaps A or B, or n needs more than 65535 tiles
-     * @throws NullPointerException if a buffer is null
-     * @throws IllegalStateException if the stream, a buffer or the kernels are closed
-     */
-    public void multiplyBiasRelu(CudaStream stream, int m, int n, int k, DeviceBuffer a, DeviceBuffer b,
-            boolean bTransposed, DeviceBuffer bias, DeviceBuffer d) {
-        multiplyBiasRelu(stream, m, n, k, a, b, bTransposed, bias, d, null);
-    }
-
-    /**
-     * As {@link #multiplyBiasRelu(CudaStream, int, int, int, DeviceBuffer, DeviceBuffer, boolean, DeviceBuffer,
-     * DeviceBuffer)}, free to split K through {@code workspace}: the fast path for skinny problems.
-     *
-     * @param stream the stream to launch on
-     * @param m rows of A and of the output, at least 1
-     * @param n columns of op(B) and of the output, at least 1
-     * @param k columns of A and rows of op(B), at least 1
-     * @param a A, [m, k] floats
-     * @param b B, [k, n] floats, or [n, k] if {@code bTransposed}
-     * @param bTransposed whether B is stored [n, k] (as {@code torch.nn.Linear} stores its weight)
-     * @param bias n floats, one per column
-     * @param d D, [m, n] floats, only written; must not overlap A or B
+     * @param operands the problem; a bias makes it the fused bias+ReLU
      * @param workspace where split-K partials go, or null to never split; one launch at a time may use it
-     * @throws IllegalArgumentException if a dimension is below 1, a buffer does not hold FLOAT32 or is shorter
-     *     than its matrix, D overlaps A or B, or n needs more than 65535 tiles
-     * @throws NullPointerException if a buffer is null
+     * @throws IllegalArgumentException if a dimension is below 1, a buffer does not hold FLOAT32 or is shorter than
+     *     its matrix, the output overlaps A or B, n needs more than 65535 tiles, or the stream is not on the
+     *     kernels' device, or a buffer is on a device that the stream's device cannot reach
+     * @throws NullPointerException if {@code operands} or a matrix is null
      * @throws IllegalStateException if the stream, a buffer, the workspace or the kernels are closed
      */
-    public void multiplyBiasRelu(CudaStream stream, int m, int n, int k, DeviceBuffer a, DeviceBuffer b,
-            boolean bTransposed, DeviceBuffer bias, DeviceBuffer d, GemmWorkspace workspace) {
-        Objects.requireNonNull(a, "A");
-        GemmConfig config = choose(m, n, k, bTransposed, GemmConfig.Epilogue.BIAS_RELU, a, b, workspace);
-        multiply(stream, config, GemmOperands.biasRelu(m, n, k, a, b, bias, d), workspace);
+    public void multiply(CudaStream stream, GemmOperands operands, GemmWorkspace workspace) {
+        Objects.requireNonNull(operands, "operands").check();
+        launch(stream, choose(operands.m(), operands.n(), operands.k(), operands.bTransposed(), operands.epilogue(),
+                operands.a(), operands.b(), workspace), operands, workspace);
     }
 
     /**
-     * Runs a pinned instance. {@code bias} is required by, and only by, bias+ReLU instances;
-     * {@code alpha} and {@code beta} apply only to linear-combination ones.
-     *
-     * @param stream the stream to launch on
-     * @param config the instance, one of {@link ShippedKernels#gemmConfigs()}; it fixes the epilogue and B's layout
-     * @param m rows of A and of the output, at least 1
-     * @param n columns of op(B) and of the output, at least 1
-     * @param k columns of A and rows of op(B), at least 1
-     * @param alpha the factor of the product
-     * @param a A, [m, k] floats
-     * @param b B, [k, n] floats, or [n, k] if the instance takes B transposed
-     * @param beta the factor of C's old value; with 0, C is not read
-     * @param c the output, [m, n] floats; must not overlap A or B
-     * @param bias n floats for a bias+ReLU instance, else {@code null}
-     * @throws IllegalArgumentException if a dimension is below 1, a buffer does not hold FLOAT32 or is shorter
-     *     than its matrix, the output overlaps A or B, n needs more than 65535 tiles, a linear-combination instance
-     *     is given a bias, or B's leading dimension or address is not a multiple of the instance's alignment
-     * @throws NullPointerException if {@code config}, a matrix, or the bias a bias+ReLU instance needs is null
-     * @throws IllegalStateException if the stream, a buffer or the kernels are closed
-     */
-    public void multiply(CudaStream stream, GemmConfig config, int m, int n, int k, float alpha, DeviceBuffer a,
-            DeviceBuffer b, float beta, DeviceBuffer c, DeviceBuffer bias) {
-        multiply(stream, config, m, n, k, alpha, a, b, beta, c, bias, null);
-    }
-
-    /**
-     * Runs a pinned instance, split-K ones included. As {@link #multiply(CudaStream, GemmConfig, int, int, int,
-     * float, DeviceBuffer, DeviceBuffer, float, DeviceBuffer, DeviceBuffer)}, plus the workspace a split-K
-     * instance reduces through.
+     * Runs a pinned instance on {@code operands}, split-K ones through {@code workspace}. The
+     * instance fixes the epilogue and B's layout: the operands must have a bias exactly when it is
+     * bias+ReLU, and B stored as it takes it.
      *
      * @param stream the stream to launch on
      * @param config the instance and slice count, from {@link ShippedKernels#gemmConfigs()} and
      *     {@link GemmConfig#withSlices(int)}
-     * @param m rows of A and of the output, at least 1
-     * @param n columns of op(B) and of the output, at least 1
-     * @param k columns of A and rows of op(B), at least 1
-     * @param alpha the factor of the product
-     * @param a A, [m, k] floats
-     * @param b B, [k, n] floats, or [n, k] if the instance takes B transposed
-     * @param beta the factor of C's old value; with 0, C is not read
-     * @param c the output, [m, n] floats; must not overlap A or B
-     * @param bias n floats for a bias+ReLU instance, else {@code null}
+     * @param operands the problem's dimensions, factors and buffers
      * @param workspace required by a split-K instance of more than one slice, for its partials and tickets; else
      *     may be null
-     * @throws IllegalArgumentException as the other overload, and if a split-K instance of more than one slice has
-     *     no workspace, or one too small for this problem, or more slices than K has k-tiles, or the stream is not
-     *     on the kernels' device, or a buffer is on a device that the stream's device cannot reach
-     * @throws NullPointerException if {@code config}, a matrix, or the bias a bias+ReLU instance needs is null
-     * @throws IllegalStateException if the stream, a buffer, the workspace or the kernels are closed
-     */
-    public void multiply(CudaStream stream, GemmConfig config, int m, int n, int k, float alpha, DeviceBuffer a,
-            DeviceBuffer b, float beta, DeviceBuffer c, DeviceBuffer bias, GemmWorkspace workspace) {
-        multiply(stream, config, new GemmOperands(m, n, k, alpha, a, b, beta, c, bias), workspace);
-    }
-
-    /**
-     * Runs a pinned instance on {@code operands}, split-K ones through {@code workspace}: the
-     * overload above with the operands named, as {@link GemmOperands#biasRelu} and
-     * {@link GemmOperands#linearCombination} make them.
-     *
-     * @param stream the stream to launch on
-     * @param config the instance and slice count, from {@link ShippedKernels#gemmConfigs()} and
-     *     {@link GemmConfig#withSlices(int)}
-     * @param operands the problem's dimensions, factors and buffers; a bias exactly when the instance is bias+ReLU
-     * @param workspace required by a split-K instance of more than one slice; else may be null
-     * @throws IllegalArgumentException as {@link #multiply(CudaStream, GemmConfig, int, int, int, float, DeviceBuffer,
-     *     DeviceBuffer, float, DeviceBuffer, DeviceBuffer, GemmWorkspace)}
-     * @throws NullPointerException if {@code config} or {@code operands} is null, or a matrix, or the bias a
-     *     bias+ReLU instance needs
+     * @throws IllegalArgumentException if a dimension is below 1, a buffer does not hold FLOAT32 or is shorter than
+     *     its matrix, the output overlaps A or B, n needs more than 65535 tiles, a linear-combination instance is
+     *     given a bias, B is not stored as the instance takes it, B's leading dimension or address is not a
+     *     multiple of the instance's alignment, a GEMV instance cannot read A 4 floats at a time, a split-K instance
+     *     of more than one slice has no workspace, or one too small for this problem, or more slices than K has
+     *     k-tiles, or the stream is not on the kernels' device, or a buffer is on a device that the stream's device
+     *     cannot reach
+     * @throws NullPointerException if {@code config}, {@code operands} or a matrix is null, or a bias+ReLU instance
+     *     is given no bias
      * @throws IllegalStateException if the stream, a buffer, the workspace or the kernels are closed
      */
     public void multiply(CudaStream stream, GemmConfig config, GemmOperands operands, GemmWorkspace workspace) {
         Objects.requireNonNull(config, "config");
-        Objects.requireNonNull(operands, "operands");
-        int m = operands.m();
-        int n = operands.n();
-        int k = operands.k();
-        float alpha = operands.alpha();
-        float beta = operands.beta();
-        DeviceBuffer a = operands.a();
-        DeviceBuffer b = operands.b();
-        DeviceBuffer c = operands.c();
-        DeviceBuffer bias = operands.bias();
+        Objects.requireNonNull(operands, "operands").check();
+        launch(stream, config, operands, workspace);
+    }
+
+    /** Launches {@code config} on operands that have passed {@link GemmOperands#check()}. */
+    private void launch(CudaStream stream, GemmConfig config, GemmOperands operands, GemmWorkspace workspace) {
         if (!stream.device().equals(kernels.device())) {
             // Their shared-memory limits were raised on that device only.
             throw new IllegalArgumentException("the kernels were loaded for " + kernels.device() + " but the stream is on "
                     + stream.device() + ": load ShippedKernels for each device");
         }
-        check(config, m, n, k, a, b, c, bias);
+        check(config, operands);
+        int m = operands.m();
+        int n = operands.n();
+        int k = operands.k();
         if (config.splitK() && (workspace != null || config.slices() > 1)) {
             if (workspace == null) {
                 throw new IllegalArgumentException(config.kernelName() + " with " + config.slices()
@@ -235,36 +134,41 @@ public final class Sgemm {
             }
         }
         CudaKernel kernel = kernels.library().kernel(config.kernelName());
-        int ldb = config.bTransposed() ? k : n;
         LaunchConfig launch = LaunchConfig.of(config.grid(m, n), Dim3.of(config.threads()), config.sharedMemBytes(),
                 stream);
         if (programmaticDependentLaunch) {
             launch = launch.withProgrammaticDependentLaunch();
         }
+        DeviceBuffer a = operands.a();
+        DeviceBuffer b = operands.b();
+        DeviceBuffer c = operands.c();
+        int ldb = operands.ldb();
         boolean fused = config.epilogue() == GemmConfig.Epilogue.BIAS_RELU;
         if (!config.splitK()) {
             if (fused) {
-                kernel.launch(launch, m, n, k, a, k, b, ldb, bias, c, n);
+                kernel.launch(launch, m, n, k, a, k, b, ldb, operands.bias(), c, n);
             } else {
-                kernel.launch(launch, m, n, k, alpha, a, k, b, ldb, beta, c, n);
+                kernel.launch(launch, m, n, k, operands.alpha(), a, k, b, ldb, operands.beta(), c, n);
             }
         } else {
             // With one slice the kernel touches neither: null pointers do without a workspace.
             Object partials = workspace == null ? (Object) 0L : workspace.partials();
             Object tickets = workspace == null ? (Object) 0L : workspace.tickets();
             if (fused) {
-                kernel.launch(launch, m, n, k, a, k, b, ldb, bias, c, n, partials, tickets);
+                kernel.launch(launch, m, n, k, a, k, b, ldb, operands.bias(), c, n, partials, tickets);
             } else {
-                kernel.launch(launch, m, n, k, alpha, a, k, b, ldb, beta, c, n, partials, tickets);
+                kernel.launch(launch, m, n, k, operands.alpha(), a, k, b, ldb, operands.beta(), c, n, partials,
+                        tickets);
             }
         }
     }
 
     /**
-     * The instance {@link #multiply} would use, without a workspace. For a skinny problem whose
-     * nearest shape in the tuning table ran fastest on a GEMV instance, that instance, where K and B
-     * allow its 16-byte loads (A is taken to start aligned, as every allocation does; the multiply
-     * methods that choose look at A itself and choose a tiled instance for an unaligned one); for one
+     * The instance {@link #multiply(CudaStream, GemmOperands, GemmWorkspace)} would use without a
+     * workspace. For a skinny problem whose nearest shape in the tuning table ran fastest on a GEMV
+     * instance, that instance, where K and B allow its 16-byte loads (A is taken to start aligned, as
+     * every allocation does; the multiply that chooses looks at A itself and takes a tiled instance
+     * for an unaligned one); for one
      * whose nearest shape ran fastest unsplit, that table's instance with one slice; otherwise, among the instances
      * that do not split K with the right epilogue and B layout (and B aligned for vector loads where the instance
      * needs it), the large tile when its grid fills every multiprocessor, else the smallest tile, each with 16-byte
@@ -282,29 +186,13 @@ public final class Sgemm {
      * @throws IllegalStateException if no shipped instance has this epilogue and B layout, or B is closed
      */
     public GemmConfig choose(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer b) {
-        return choose(m, n, k, bTransposed, epilogue, null, b);
-    }
-
-    /** As the public overload; with {@code a} non-null, a GEMV instance only if A is aligned for it. */
-    private GemmConfig choose(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer a,
-            DeviceBuffer b) {
-        SgemmTuning.Entry entry = m >= 1 && n >= 1 && k >= 1 ? kernels.tuning().nearest(m, n, k) : null;
-        GemmConfig gemv = gemv(entry, k, bTransposed, epilogue, a, b);
-        if (gemv != null) {
-            return gemv;
-        }
-        GemmConfig tuned = tuned(entry, k, bTransposed, epilogue);
-        if (tuned != null && tuned.slices() == 1) {
-            return tuned; // measured fastest, and one slice needs no workspace
-        }
-        return chooseUnsplit(m, n, bTransposed, epilogue, b, bTransposed ? k : n);
+        return choose(m, n, k, bTransposed, epilogue, null, b, null);
     }
 
     /**
-     * The instance and slice count {@link #multiply(CudaStream, GemmConfig, int, int, int, float, DeviceBuffer,
-     * DeviceBuffer, float, DeviceBuffer, DeviceBuffer, GemmWorkspace)} should use with this workspace. Skinny
-     * problems (m up to the tuning table's largest) take the GEMV instance where the table says it won, under
-     * the alignment conditions of the other overload, else the split-K instance and slice count measured best for
+     * The instance and slice count {@link #multiply(CudaStream, GemmOperands, GemmWorkspace)} uses with
+     * this workspace. Skinny problems (m up to the tuning table's largest) take the GEMV instance where
+     * the table says it won, under the alignment conditions of the other overload, else the split-K instance and slice count measured best for
      * the nearest shape in {@link SgemmTuning the tuning table}, with the slices scaled to this GPU's
      * multiprocessor count and cut to what K and the workspace allow; other problems are chosen as by
      * {@link #choose(int, int, int, boolean, GemmConfig.Epilogue, DeviceBuffer)}.
@@ -315,26 +203,30 @@ public final class Sgemm {
      * @param bTransposed whether B is stored [n, k]
      * @param epilogue the epilogue wanted
      * @param b B, whose address decides whether instances with vector loads fit
-     * @param workspace the workspace a split-K launch would use, or null for none
+     * @param workspace the workspace a split-K launch would use, or null for none (then as the other overload)
      * @return one of {@link ShippedKernels#gemmConfigs()}, possibly {@link GemmConfig#withSlices(int) with slices}
      * @throws IllegalArgumentException if m, n or k is below 1
      * @throws IllegalStateException if no shipped instance has this epilogue and B layout, or B is closed
      */
     public GemmConfig choose(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer b,
             GemmWorkspace workspace) {
+        MatrixChecks.requireDimensions(m, n, k);
         return choose(m, n, k, bTransposed, epilogue, null, b, workspace);
     }
 
+    /**
+     * As the public overloads; with {@code a} non-null, a GEMV instance only if A is aligned for it.
+     * Without a workspace, the table's split-K launch only where it measured one slice fastest.
+     */
     private GemmConfig choose(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer a,
             DeviceBuffer b, GemmWorkspace workspace) {
-        checkDimensions(m, n, k);
-        SgemmTuning.Entry entry = kernels.tuning().nearest(m, n, k);
+        SgemmTuning.Entry entry = m >= 1 && n >= 1 && k >= 1 ? kernels.tuning().nearest(m, n, k) : null;
         GemmConfig gemv = gemv(entry, k, bTransposed, epilogue, a, b);
         if (gemv != null) {
             return gemv;
         }
-        GemmConfig split = workspace == null ? null : tuned(entry, k, bTransposed, epilogue);
-        if (split == null) {
+        GemmConfig split = tuned(entry, k, bTransposed, epilogue);
+        if (split == null || (workspace == null && split.slices() > 1)) {
             return chooseUnsplit(m, n, bTransposed, epilogue, b, bTransposed ? k : n);
         }
         int slices = split.slices();
@@ -378,16 +270,26 @@ public final class Sgemm {
 
     /** As above, for the tuning table's entry nearest the problem (null: none, the problem is not skinny). */
     private GemmConfig tuned(SgemmTuning.Entry entry, int k, boolean bTransposed, GemmConfig.Epilogue epilogue) {
+        return tuned(kernels.gemmConfigs(), kernels.tuning(), kernels.multiprocessorCount(), entry, k, bTransposed,
+                epilogue);
+    }
+
+    /**
+     * The rule behind {@link #tuned}, on the instances of a manifest: the split-K instance of the
+     * entry's tile and reduction batch, with the entry's slices scaled to this many multiprocessors
+     * and cut to K's k-tiles; null for a null entry or where no such instance is shipped.
+     */
+    static GemmConfig tuned(List<GemmConfig> configs, SgemmTuning tuning, int multiprocessors, SgemmTuning.Entry entry,
+            int k, boolean bTransposed, GemmConfig.Epilogue epilogue) {
         if (entry == null) {
             return null;
         }
-        return kernels.gemmConfigs().stream()
+        return configs.stream()
                 .filter(c -> c.splitK() && c.epilogue() == epilogue && c.bTransposed() == bTransposed)
                 .filter(c -> c.tileM() == entry.tileM() && c.tileN() == entry.tileN()
                         && c.reductionBatch() == entry.reductionBatch())
                 .findFirst()
-                .map(c -> c.withSlices(Math.min(kernels.tuning().slicesFor(entry, kernels.multiprocessorCount()),
-                        c.maxSlices(k))))
+                .map(c -> c.withSlices(Math.min(tuning.slicesFor(entry, multiprocessors), c.maxSlices(k))))
                 .orElse(null);
     }
 
@@ -442,38 +344,28 @@ public final class Sgemm {
                 .orElseThrow();
     }
 
-    private static void checkDimensions(int m, int n, int k) {
-        if (m < 1 || n < 1 || k < 1) {
-            throw new IllegalArgumentException("sgemm needs m, n, k >= 1, got m=" + m + ", n=" + n + ", k=" + k);
-        }
-    }
-
-    private static void check(GemmConfig config, int m, int n, int k, DeviceBuffer a, DeviceBuffer b, DeviceBuffer c,
-            DeviceBuffer bias) {
-        checkDimensions(m, n, k);
-        checkMatrix("A", a, (long) m * k);
-        checkMatrix("B", b, (long) k * n);
-        checkMatrix("C", c, (long) m * n);
-        boolean fused = config.epilogue() == GemmConfig.Epilogue.BIAS_RELU;
-        if (fused) {
-            Objects.requireNonNull(bias, config.kernelName() + " needs a bias");
-            checkMatrix("bias", bias, n);
-        } else if (bias != null) {
+    /** The checks that depend on the instance; {@link GemmOperands#check()} has made the others. */
+    private static void check(GemmConfig config, GemmOperands operands) {
+        int n = operands.n();
+        int k = operands.k();
+        if (config.epilogue() == GemmConfig.Epilogue.BIAS_RELU) {
+            Objects.requireNonNull(operands.bias(), config.kernelName() + " needs a bias");
+        } else if (operands.bias() != null) {
             throw new IllegalArgumentException(config.kernelName() + " takes no bias");
         }
-        if (config.grid(m, n).y() > MAX_GRID_Y) {
+        if (config.bTransposed() != operands.bTransposed()) {
+            throw new IllegalArgumentException(config.kernelName() + " takes B stored "
+                    + (config.bTransposed() ? "[n, k]" : "[k, n]") + ", the operands' B is stored the other way");
+        }
+        if (config.grid(operands.m(), n).y() > MAX_GRID_Y) {
             throw new IllegalArgumentException("n=" + n + " needs more than " + MAX_GRID_Y + " tiles of "
                     + config.tileN() + " columns");
         }
-        if (overlaps(c, a) || overlaps(c, b)) {
-            throw new IllegalArgumentException("the output of sgemm must not overlap its inputs");
-        }
-        int ldb = config.bTransposed() ? k : n;
-        if (!fitsAlignment(config, ldb, b)) {
-            throw new IllegalArgumentException(config.kernelName() + " needs B's leading dimension (" + ldb
+        if (!fitsAlignment(config, operands.ldb(), operands.b())) {
+            throw new IllegalArgumentException(config.kernelName() + " needs B's leading dimension (" + operands.ldb()
                     + ") and address to be multiples of " + config.alignment() + " floats");
         }
-        if (config.mainloop() == GemmConfig.Mainloop.GEMV && !fitsGemv(k, a)) {
+        if (config.mainloop() == GemmConfig.Mainloop.GEMV && !fitsGemv(k, operands.a())) {
             throw new IllegalArgumentException(config.kernelName() + " reads A 4 floats at a time: it needs K (" + k
                     + ") to be a multiple of 4 and A to start 16-byte aligned");
         }
@@ -502,24 +394,5 @@ public final class Sgemm {
      */
     static boolean alignmentAllows(int alignment, int ldb, long bAddress) {
         return alignment == 1 || (ldb % alignment == 0 && bAddress % (Float.BYTES * (long) alignment) == 0);
-    }
-
-    static void checkMatrix(String name, DeviceBuffer buffer, long elements) {
-        Objects.requireNonNull(buffer, name);
-        if (buffer.elementType() != ElementType.FLOAT32) {
-            throw new IllegalArgumentException(name + " must hold FLOAT32, not " + buffer.elementType());
-        }
-        if (buffer.length() < elements) {
-            throw new IllegalArgumentException(name + " needs " + elements + " floats but has " + buffer.length());
-        }
-    }
-
-    static boolean overlaps(DeviceBuffer x, DeviceBuffer y) {
-        if (x.allocation() != y.allocation()) {
-            return false;
-        }
-        long xStart = x.byteOffset();
-        long yStart = y.byteOffset();
-        return xStart < yStart + y.byteSize() && yStart < xStart + x.byteSize();
     }
 }

@@ -11,7 +11,7 @@ import org.cudagraph4j.DeviceProperties;
  *
  * <pre>{@code
  * try (ShippedKernels kernels = ShippedKernels.load(device)) {
- *     kernels.sgemm().multiply(stream, m, n, k, 1f, a, b, false, 0f, c);
+ *     kernels.sgemm().multiply(stream, GemmOperands.linearCombination(m, n, k, 1f, a, b, false, 0f, c), null);
  * }
  * }</pre>
  *

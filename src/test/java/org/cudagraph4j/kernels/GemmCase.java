@@ -16,6 +16,7 @@ final class GemmCase implements AutoCloseable {
     private final int m;
     private final int n;
     private final int k;
+    private final boolean bTransposed;
     private final float[] c;
     private final double[] linear;
     private final double[] fused;
@@ -34,6 +35,7 @@ final class GemmCase implements AutoCloseable {
         this.m = m;
         this.n = n;
         this.k = k;
+        this.bTransposed = bTransposed;
         float[] hostA = TestData.randomFloats(m * k, seed);
         float[] hostB = TestData.randomFloats(k * n, seed + 1);
         this.c = TestData.randomFloats(m * n, seed + 2);
@@ -62,11 +64,12 @@ final class GemmCase implements AutoCloseable {
     float[] run(ShippedKernels kernels, CudaStream stream, GemmConfig config, GemmWorkspace workspace) {
         if (config.epilogue() == GemmConfig.Epilogue.LINEAR_COMBINATION) {
             out.copyFrom(c);
-            kernels.sgemm().multiply(stream, config, GemmOperands.linearCombination(m, n, k, 1.5f, a, b, -0.75f, out),
-                    workspace);
+            kernels.sgemm().multiply(stream, config,
+                    GemmOperands.linearCombination(m, n, k, 1.5f, a, b, bTransposed, -0.75f, out), workspace);
         } else {
             out.memset(0xFF);
-            kernels.sgemm().multiply(stream, config, GemmOperands.biasRelu(m, n, k, a, b, bias, out), workspace);
+            kernels.sgemm().multiply(stream, config, GemmOperands.biasRelu(m, n, k, a, b, bTransposed, bias, out),
+                    workspace);
         }
         stream.synchronize();
         return out.toFloatArray();

@@ -8,14 +8,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import java.util.stream.Stream;
-import org.cudagraph4j.CudaDevice;
-import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.GpuTest;
 import org.cudagraph4j.TestData;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -23,25 +20,11 @@ import org.junit.jupiter.params.provider.MethodSource;
 /** The GEMV-like instances: B stored [N, K], K a multiple of 4, A and B 16-byte aligned. */
 @GpuTest
 class GemvTest {
-    private static CudaDevice device;
-    private static ShippedKernels kernels;
-    private static CudaStream stream;
-
-    @BeforeAll
-    static void load() {
-        device = TestData.device();
-        kernels = ShippedKernels.load(device);
-        stream = device.createStream();
-    }
-
-    @AfterAll
-    static void close() {
-        stream.close();
-        kernels.close();
-    }
+    @RegisterExtension
+    static final KernelsFixture gpu = new KernelsFixture();
 
     private static List<GemmConfig> gemvConfigs() {
-        List<GemmConfig> configs = kernels.gemmConfigs().stream()
+        List<GemmConfig> configs = gpu.kernels().gemmConfigs().stream()
                 .filter(c -> c.mainloop() == GemmConfig.Mainloop.GEMV).toList();
         assertEquals(4, configs.size(), "two tiles, each with both epilogues: " + configs);
         return configs;
@@ -58,9 +41,9 @@ class GemvTest {
     @ParameterizedTest(name = "m={0} n={1} k={2}")
     @MethodSource("shapes")
     void everyGemvInstanceMatchesTheDoubleReference(int m, int n, int k) {
-        try (GemmCase problem = new GemmCase(device, m, n, k, true)) {
+        try (GemmCase problem = new GemmCase(gpu.device(), m, n, k, true)) {
             for (GemmConfig config : gemvConfigs()) {
-                problem.check(kernels, stream, config, null);
+                problem.check(gpu.kernels(), gpu.stream(), config, null);
             }
         }
     }
@@ -71,20 +54,20 @@ class GemvTest {
         int n = 512;
         int k = 4096;
         long seed = TestData.newSeed();
-        try (DeviceBuffer a = TestData.upload(device, TestData.randomFloats(m * k, seed));
-                DeviceBuffer b = TestData.upload(device, TestData.randomFloats(n * k, seed + 1));
-                DeviceBuffer bias = TestData.upload(device, TestData.randomFloats(n, seed + 2));
-                DeviceBuffer d = device.allocateFloats(m * n)) {
+        try (DeviceBuffer a = gpu.upload(TestData.randomFloats(m * k, seed));
+                DeviceBuffer b = gpu.upload(TestData.randomFloats(n * k, seed + 1));
+                DeviceBuffer bias = gpu.upload(TestData.randomFloats(n, seed + 2));
+                DeviceBuffer d = gpu.allocateFloats(m * n)) {
             for (GemmConfig config : gemvConfigs()) {
                 if (config.epilogue() != GemmConfig.Epilogue.BIAS_RELU) {
                     continue;
                 }
                 int[] first = null;
-                for (Sgemm sgemm : new Sgemm[] {kernels.sgemm(), kernels.sgemm().withProgrammaticDependentLaunch()}) {
+                for (Sgemm sgemm : new Sgemm[] {gpu.sgemm(), gpu.sgemm().withProgrammaticDependentLaunch()}) {
                     for (int run = 0; run < (TestData.underSanitizer() ? 2 : 20); run++) {
                         d.memset(0xFF);
-                        sgemm.multiply(stream, config, m, n, k, 1f, a, b, 0f, d, bias);
-                        stream.synchronize();
+                        sgemm.multiply(gpu.stream(), config, GemmOperands.biasRelu(m, n, k, a, b, true, bias, d), null);
+                        gpu.stream().synchronize();
                         int[] bits = bits(d.toFloatArray());
                         if (first == null) {
                             first = bits;
@@ -100,38 +83,43 @@ class GemvTest {
     @Test
     void operandsAGemvInstanceCannotLoadFourFloatsAtATimeAreRefused() {
         GemmConfig gemv = gemvConfigs().getFirst();
-        try (DeviceBuffer a = device.allocateFloats(8 * 132); DeviceBuffer b = device.allocateFloats(64 * 132);
-                DeviceBuffer bias = device.allocateFloats(64); DeviceBuffer c = device.allocateFloats(8 * 64)) {
-            Object biasOrNull = gemv.epilogue() == GemmConfig.Epilogue.BIAS_RELU ? bias : null;
-            IllegalArgumentException oddK = assertThrows(IllegalArgumentException.class, () -> kernels.sgemm()
-                    .multiply(stream, gemv, 8, 64, 130, 1f, a, b, 0f, c, (DeviceBuffer) biasOrNull));
+        try (DeviceBuffer a = gpu.allocateFloats(8 * 132); DeviceBuffer b = gpu.allocateFloats(64 * 132);
+                DeviceBuffer bias = gpu.allocateFloats(64); DeviceBuffer c = gpu.allocateFloats(8 * 64)) {
+            DeviceBuffer biasOrNull = gemv.epilogue() == GemmConfig.Epilogue.BIAS_RELU ? bias : null;
+            IllegalArgumentException oddK = assertThrows(IllegalArgumentException.class, () -> gpu.sgemm()
+                    .multiply(gpu.stream(), gemv, operands(130, a, b, c, biasOrNull), null));
             assertTrue(oddK.getMessage().contains("needs B's leading dimension (130) and address to be multiples of 4"),
                     oddK.getMessage());
             DeviceBuffer shiftedA = a.slice(1, 8 * 128);
-            IllegalArgumentException misalignedA = assertThrows(IllegalArgumentException.class, () -> kernels.sgemm()
-                    .multiply(stream, gemv, 8, 64, 128, 1f, shiftedA, b, 0f, c, (DeviceBuffer) biasOrNull));
+            IllegalArgumentException misalignedA = assertThrows(IllegalArgumentException.class, () -> gpu.sgemm()
+                    .multiply(gpu.stream(), gemv, operands(128, shiftedA, b, c, biasOrNull), null));
             assertEquals(gemv.kernelName() + " reads A 4 floats at a time: it needs K (128) to be a multiple of 4 and "
                     + "A to start 16-byte aligned", misalignedA.getMessage());
             DeviceBuffer shiftedB = b.slice(2, 64 * 128);
-            assertThrows(IllegalArgumentException.class, () -> kernels.sgemm()
-                    .multiply(stream, gemv, 8, 64, 128, 1f, a, shiftedB, 0f, c, (DeviceBuffer) biasOrNull));
+            assertThrows(IllegalArgumentException.class, () -> gpu.sgemm()
+                    .multiply(gpu.stream(), gemv, operands(128, a, shiftedB, c, biasOrNull), null));
         }
+    }
+
+    /** An 8 x 64 output of depth {@code k}, B stored [n, k], with a bias or none. */
+    private static GemmOperands operands(int k, DeviceBuffer a, DeviceBuffer b, DeviceBuffer c, DeviceBuffer bias) {
+        return new GemmOperands(8, 64, k, 1f, a, b, true, 0f, c, bias);
     }
 
     @Test
     void theHeuristicTakesTheGemvInstanceWhereTheTableSaysItWonAndOperandsAllowIt() {
-        try (DeviceBuffer b = device.allocateFloats(512 * 512);
-                GemmWorkspace workspace = GemmWorkspace.allocate(device, 32, 512, 32)) {
-            GemmConfig chosen = kernels.sgemm().choose(32, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU, b, workspace);
+        try (DeviceBuffer b = gpu.allocateFloats(512 * 512);
+                GemmWorkspace workspace = GemmWorkspace.allocate(gpu.device(), 32, 512, 32)) {
+            GemmConfig chosen = gpu.sgemm().choose(32, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU, b, workspace);
             assertEquals(GemmConfig.Mainloop.GEMV, chosen.mainloop(), chosen.toString());
-            assertEquals(chosen, kernels.sgemm().choose(32, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU, b),
+            assertEquals(chosen, gpu.sgemm().choose(32, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU, b),
                     "a GEMV instance needs no workspace");
-            GemmConfig oddK = kernels.sgemm().choose(32, 512, 511, true, GemmConfig.Epilogue.BIAS_RELU, b, workspace);
+            GemmConfig oddK = gpu.sgemm().choose(32, 512, 511, true, GemmConfig.Epilogue.BIAS_RELU, b, workspace);
             assertEquals(GemmConfig.Mainloop.TILED, oddK.mainloop(), "K = 511 cannot be read 4 floats at a time");
-            GemmConfig notTransposed = kernels.sgemm().choose(32, 512, 512, false, GemmConfig.Epilogue.BIAS_RELU, b,
+            GemmConfig notTransposed = gpu.sgemm().choose(32, 512, 512, false, GemmConfig.Epilogue.BIAS_RELU, b,
                     workspace);
             assertEquals(GemmConfig.Mainloop.TILED, notTransposed.mainloop(), "GEMV instances take B as [N, K] only");
-            assertFalse(kernels.sgemm().choose(256, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU, b, workspace)
+            assertFalse(gpu.sgemm().choose(256, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU, b, workspace)
                     .mainloop() == GemmConfig.Mainloop.GEMV, "batch 256 is not a GEMV shape");
         }
     }
@@ -148,13 +136,13 @@ class GemvTest {
         float[] shifted = java.util.Arrays.copyOfRange(x, 1, x.length);
         double[] expected = Reference.biasRelu(Reference.gemm(batch, width, width, 1, shifted, w, true, 0, null),
                 batch, width, bias);
-        try (DeviceBuffer dx = TestData.upload(device, x); DeviceBuffer dw = TestData.upload(device, w);
-                DeviceBuffer db = TestData.upload(device, bias); DeviceBuffer dy = device.allocateFloats(batch * width);
-                GemmWorkspace workspace = GemmWorkspace.allocate(device, batch, width, 32)) {
-            Linear layer = new Linear(kernels, dw, db, width, width).withWorkspace(workspace);
+        try (DeviceBuffer dx = gpu.upload(x); DeviceBuffer dw = gpu.upload(w);
+                DeviceBuffer db = gpu.upload(bias); DeviceBuffer dy = gpu.allocateFloats(batch * width);
+                GemmWorkspace workspace = GemmWorkspace.allocate(gpu.device(), batch, width, 32)) {
+            Linear layer = new Linear(gpu.kernels(), dw, db, width, width).withWorkspace(workspace);
             dy.memset(0xFF);
-            layer.forward(stream, batch, dx.slice(1, batch * width), dy, Linear.Mode.FUSED);
-            stream.synchronize();
+            layer.forward(gpu.stream(), batch, dx.slice(1, batch * width), dy, Linear.Mode.FUSED);
+            gpu.stream().synchronize();
             Reference.assertClose(expected, dy.toFloatArray(), "unaligned input " + TestData.seedDescription(seed));
         }
     }

@@ -4,9 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import org.cudagraph4j.Cuda;
-import org.cudagraph4j.CudaDevice;
-import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.Dim3;
 import org.cudagraph4j.GpuTest;
@@ -16,30 +13,15 @@ import org.cudagraph4j.graph.CudaGraph;
 import org.cudagraph4j.graph.GraphExec;
 import org.cudagraph4j.graph.GraphNode;
 import org.cudagraph4j.graph.StreamCapture;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 @GpuTest
 class LinearTest {
-    private static CudaDevice device;
-    private static ShippedKernels kernels;
-    private static CudaStream stream;
-
-    @BeforeAll
-    static void load() {
-        device = TestData.device();
-        kernels = ShippedKernels.load(device);
-        stream = device.createStream();
-    }
-
-    @AfterAll
-    static void close() {
-        stream.close();
-        kernels.close();
-    }
+    @RegisterExtension
+    static final KernelsFixture gpu = new KernelsFixture();
 
     @ParameterizedTest(name = "batch={0} in={1} out={2}")
     @CsvSource({"1,1,1", "7,63,65", "32,512,512", "129,127,1000", "2048,640,640"})
@@ -49,13 +31,13 @@ class LinearTest {
         float[] w = TestData.randomFloats(out * in, seed + 1);
         float[] b = TestData.randomFloats(out, seed + 2);
         double[] expected = Reference.biasRelu(Reference.gemm(batch, out, in, 1, x, w, true, 0, null), batch, out, b);
-        try (DeviceBuffer dx = upload(x); DeviceBuffer dw = upload(w); DeviceBuffer db = upload(b);
-                DeviceBuffer dy = device.allocateFloats((long) batch * out)) {
-            Linear layer = new Linear(kernels, dw, db, in, out);
+        try (DeviceBuffer dx = gpu.upload(x); DeviceBuffer dw = gpu.upload(w); DeviceBuffer db = gpu.upload(b);
+                DeviceBuffer dy = gpu.allocateFloats((long) batch * out)) {
+            Linear layer = new Linear(gpu.kernels(), dw, db, in, out);
             for (Linear.Mode mode : Linear.Mode.values()) {
                 dy.memset(0xFF);
-                layer.forward(stream, batch, dx, dy, mode);
-                stream.synchronize();
+                layer.forward(gpu.stream(), batch, dx, dy, mode);
+                gpu.stream().synchronize();
                 Reference.assertClose(expected, dy.toFloatArray(), mode + " " + TestData.seedDescription(seed));
             }
         }
@@ -71,12 +53,12 @@ class LinearTest {
         float[] w = TestData.randomFloats(out * in, seed + 1);
         float[] b = TestData.randomFloats(out, seed + 2);
         double[] expected = Reference.biasRelu(Reference.gemm(batch, out, in, 1, x, w, true, 0, null), batch, out, b);
-        try (DeviceBuffer dx = upload(x); DeviceBuffer dw = upload(w); DeviceBuffer db = upload(b);
-                DeviceBuffer dy = device.allocateFloats((long) batch * out)) {
-            Linear layer = new Linear(kernels, dw, db, in, out).withEpilogueGrid(Dim3.of(256, 2));
+        try (DeviceBuffer dx = gpu.upload(x); DeviceBuffer dw = gpu.upload(w); DeviceBuffer db = gpu.upload(b);
+                DeviceBuffer dy = gpu.allocateFloats((long) batch * out)) {
+            Linear layer = new Linear(gpu.kernels(), dw, db, in, out).withEpilogueGrid(Dim3.of(256, 2));
             CudaGraph graph;
-            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
-                layer.forward(stream, batch, dx, dy, Linear.Mode.UNFUSED);
+            try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
+                layer.forward(gpu.stream(), batch, dx, dy, Linear.Mode.UNFUSED);
                 graph = capture.end();
             }
             try (graph; GraphExec exec = graph.instantiate()) {
@@ -91,8 +73,8 @@ class LinearTest {
                 assertTrue(diagram.contains("<<<{32,20},64,19200>>>") && diagram.contains("▼"), diagram);
 
                 dy.memset(0xFF);
-                exec.launch(stream);
-                stream.synchronize();
+                exec.launch(gpu.stream());
+                gpu.stream().synchronize();
                 Reference.assertClose(expected, dy.toFloatArray(), "graph " + TestData.seedDescription(seed));
             }
         }
@@ -100,19 +82,15 @@ class LinearTest {
 
     @Test
     void badShapesAreNamed() {
-        try (DeviceBuffer w = device.allocateFloats(6); DeviceBuffer b = device.allocateFloats(2);
-                DeviceBuffer x = device.allocateFloats(3); DeviceBuffer y = device.allocateFloats(2)) {
+        try (DeviceBuffer w = gpu.allocateFloats(6); DeviceBuffer b = gpu.allocateFloats(2);
+                DeviceBuffer x = gpu.allocateFloats(3); DeviceBuffer y = gpu.allocateFloats(2)) {
             IllegalArgumentException weight = assertThrows(IllegalArgumentException.class,
-                    () -> new Linear(kernels, w, b, 4, 2));
+                    () -> new Linear(gpu.kernels(), w, b, 4, 2));
             assertEquals("weight needs 8 floats but has 6", weight.getMessage());
-            Linear layer = new Linear(kernels, w, b, 3, 2);
+            Linear layer = new Linear(gpu.kernels(), w, b, 3, 2);
             IllegalArgumentException input = assertThrows(IllegalArgumentException.class,
-                    () -> layer.forward(stream, 2, x, y, Linear.Mode.FUSED));
+                    () -> layer.forward(gpu.stream(), 2, x, y, Linear.Mode.FUSED));
             assertEquals("x needs 6 floats but has 3", input.getMessage());
         }
-    }
-
-    private static DeviceBuffer upload(float[] values) {
-        return TestData.upload(device, values);
     }
 }

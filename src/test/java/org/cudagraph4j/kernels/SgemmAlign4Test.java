@@ -8,14 +8,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import java.util.stream.Stream;
-import org.cudagraph4j.CudaDevice;
-import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.GpuTest;
 import org.cudagraph4j.TestData;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -28,25 +25,11 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 @GpuTest
 class SgemmAlign4Test {
-    private static CudaDevice device;
-    private static ShippedKernels kernels;
-    private static CudaStream stream;
-
-    @BeforeAll
-    static void load() {
-        device = TestData.device();
-        kernels = ShippedKernels.load(device);
-        stream = device.createStream();
-    }
-
-    @AfterAll
-    static void close() {
-        stream.close();
-        kernels.close();
-    }
+    @RegisterExtension
+    static final KernelsFixture gpu = new KernelsFixture();
 
     private static List<GemmConfig> transposedAlign4() {
-        List<GemmConfig> configs = kernels.gemmConfigs().stream()
+        List<GemmConfig> configs = gpu.kernels().gemmConfigs().stream()
                 .filter(c -> c.mainloop() == GemmConfig.Mainloop.TILED && c.bTransposed() && c.alignment() == 4)
                 .toList();
         assertEquals(4, configs.size(), "the 128x128 and 64x32 tiles, both epilogues: " + configs);
@@ -55,7 +38,7 @@ class SgemmAlign4Test {
 
     private static GemmConfig twin(GemmConfig config) {
         String name = config.kernelName().replace("_align4_", "_align1_");
-        return kernels.gemmConfigs().stream().filter(c -> c.kernelName().equals(name)).findFirst().orElseThrow();
+        return gpu.kernels().gemmConfigs().stream().filter(c -> c.kernelName().equals(name)).findFirst().orElseThrow();
     }
 
     /**
@@ -72,16 +55,16 @@ class SgemmAlign4Test {
     @ParameterizedTest(name = "m={0} n={1} k={2}")
     @MethodSource("legalShapes")
     void matchesTheDoubleReferenceItsAlign1TwinAndItselfRunToRun(int m, int n, int k) {
-        try (GemmCase problem = new GemmCase(device, m, n, k, true)) {
+        try (GemmCase problem = new GemmCase(gpu.device(), m, n, k, true)) {
             for (GemmConfig config : transposedAlign4()) {
                 String what = problem.describe(config);
-                float[] first = problem.run(kernels, stream, config, null);
+                float[] first = problem.run(gpu.kernels(), gpu.stream(), config, null);
                 Reference.assertClose(problem.expected(config.epilogue()), first, what);
                 for (int run = 1; run < 3; run++) {
-                    assertArrayEquals(bits(first), bits(problem.run(kernels, stream, config, null)),
+                    assertArrayEquals(bits(first), bits(problem.run(gpu.kernels(), gpu.stream(), config, null)),
                             what + " run " + run);
                 }
-                assertArrayEquals(bits(first), bits(problem.run(kernels, stream, twin(config), null)),
+                assertArrayEquals(bits(first), bits(problem.run(gpu.kernels(), gpu.stream(), twin(config), null)),
                         what + " against " + twin(config).kernelName());
             }
         }
@@ -96,15 +79,16 @@ class SgemmAlign4Test {
         float[] a = TestData.randomFloats(m * k, seed);
         float[] b = TestData.randomFloats(k * n, seed + 1);
         double[] expected = Reference.gemm(m, n, k, 2, a, b, true, 0, null);
-        try (DeviceBuffer da = TestData.upload(device, a); DeviceBuffer db = TestData.upload(device, b);
-                DeviceBuffer dc = device.allocateFloats(m * n)) {
+        try (DeviceBuffer da = gpu.upload(a); DeviceBuffer db = gpu.upload(b);
+                DeviceBuffer dc = gpu.allocateFloats(m * n)) {
             for (GemmConfig config : transposedAlign4()) {
                 if (config.epilogue() != GemmConfig.Epilogue.LINEAR_COMBINATION) {
                     continue;
                 }
                 dc.memset(0xFF);
-                kernels.sgemm().multiply(stream, config, m, n, k, 2f, da, db, 0f, dc, null);
-                stream.synchronize();
+                gpu.sgemm().multiply(gpu.stream(), config,
+                        GemmOperands.linearCombination(m, n, k, 2f, da, db, true, 0f, dc), null);
+                gpu.stream().synchronize();
                 Reference.assertClose(expected, dc.toFloatArray(), config.kernelName() + " "
                         + TestData.seedDescription(seed));
             }
@@ -114,39 +98,46 @@ class SgemmAlign4Test {
     @Test
     void thePinnedInstanceRefusesAnOddKAndAMisalignedB() {
         for (GemmConfig config : transposedAlign4()) {
-            try (DeviceBuffer a = device.allocateFloats(8 * 132); DeviceBuffer b = device.allocateFloats(64 * 132 + 4);
-                    DeviceBuffer bias = device.allocateFloats(64); DeviceBuffer c = device.allocateFloats(8 * 64)) {
+            try (DeviceBuffer a = gpu.allocateFloats(8 * 132); DeviceBuffer b = gpu.allocateFloats(64 * 132 + 4);
+                    DeviceBuffer bias = gpu.allocateFloats(64); DeviceBuffer c = gpu.allocateFloats(8 * 64)) {
                 DeviceBuffer biasOrNull = config.epilogue() == GemmConfig.Epilogue.BIAS_RELU ? bias : null;
-                IllegalArgumentException oddK = assertThrows(IllegalArgumentException.class, () -> kernels.sgemm()
-                        .multiply(stream, config, 8, 64, 131, 1f, a, b, 0f, c, biasOrNull));
+                IllegalArgumentException oddK = assertThrows(IllegalArgumentException.class, () -> gpu.sgemm()
+                        .multiply(gpu.stream(), config, operands(131, a, b, c, biasOrNull), null));
                 assertEquals(config.kernelName() + " needs B's leading dimension (131) and address to be multiples of 4"
                         + " floats", oddK.getMessage());
-                assertThrows(IllegalArgumentException.class, () -> kernels.sgemm()
-                        .multiply(stream, config, 8, 64, 130, 1f, a, b, 0f, c, biasOrNull), "K = 2 mod 4");
+                assertThrows(IllegalArgumentException.class, () -> gpu.sgemm()
+                        .multiply(gpu.stream(), config, operands(130, a, b, c, biasOrNull), null), "K = 2 mod 4");
                 DeviceBuffer shifted = b.slice(1, 64 * 128);
-                assertThrows(IllegalArgumentException.class, () -> kernels.sgemm()
-                        .multiply(stream, config, 8, 64, 128, 1f, a, shifted, 0f, c, biasOrNull), "B 4 bytes in");
+                assertThrows(IllegalArgumentException.class, () -> gpu.sgemm()
+                        .multiply(gpu.stream(), config, operands(128, a, shifted, c, biasOrNull), null),
+                        "B 4 bytes in");
                 DeviceBuffer shiftedByFour = b.slice(4, 64 * 128);
-                kernels.sgemm().multiply(stream, config, 8, 64, 128, 1f, a, shiftedByFour, 0f, c, biasOrNull);
-                stream.synchronize();
+                gpu.sgemm().multiply(gpu.stream(), config, operands(128, a, shiftedByFour, c, biasOrNull), null);
+                gpu.stream().synchronize();
             }
         }
     }
 
+    /** An 8 x 64 output of depth {@code k}, B stored [n, k], with a bias or none. */
+    private static GemmOperands operands(int k, DeviceBuffer a, DeviceBuffer b, DeviceBuffer c, DeviceBuffer bias) {
+        return new GemmOperands(8, 64, k, 1f, a, b, true, 0f, c, bias);
+    }
+
     @Test
     void theChooserTakesAlign4OnlyWhereBAllowsIt() {
-        assertTrue(device.properties().multiprocessorCount() > 16 * 5, "the large tile's 80 blocks leave SMs idle");
-        try (DeviceBuffer b = device.allocateFloats(640L * 512 + 4)) {
+        assertTrue(gpu.device().properties().multiprocessorCount() > 16 * 5,
+                "the large tile's 80 blocks leave SMs idle");
+        try (DeviceBuffer b = gpu.allocateFloats(640L * 512 + 4)) {
             for (GemmConfig.Epilogue epilogue : GemmConfig.Epilogue.values()) {
-                GemmConfig legal = kernels.sgemm().choose(2048, 640, 512, true, epilogue, b);
+                GemmConfig legal = gpu.sgemm().choose(2048, 640, 512, true, epilogue, b);
                 assertEquals(4, legal.alignment(), legal.toString());
                 assertEquals(64 * 32, legal.tileM() * legal.tileN(), legal.toString());
-                assertEquals(4, kernels.sgemm().choose(2048, 640, 512, true, epilogue, b.slice(4, 640L * 512))
+                assertEquals(4, gpu.sgemm().choose(2048, 640, 512, true, epilogue, b.slice(4, 640L * 512))
                         .alignment(), "a slice 16 bytes in");
-                GemmConfig misaligned = kernels.sgemm().choose(2048, 640, 512, true, epilogue, b.slice(1, 640L * 512));
+                GemmConfig misaligned = gpu.sgemm().choose(2048, 640, 512, true, epilogue, b.slice(1, 640L * 512));
                 assertEquals(twin(legal), misaligned, "a slice 4 bytes in");
-                assertEquals(twin(legal), kernels.sgemm().choose(2048, 640, 511, true, epilogue, b), "odd K");
-                assertEquals(1, kernels.sgemm().choose(4096, 4096, 4096, true, epilogue, b).alignment(),
+                assertEquals(twin(legal), gpu.sgemm().choose(2048, 640, 511, true, epilogue, b), "odd K");
+                assertEquals(1, gpu.sgemm().choose(4096, 4096, 4096, true, epilogue, b).alignment(),
                         "the large tile keeps the loader that measured faster");
             }
         }
@@ -162,17 +153,18 @@ class SgemmAlign4Test {
     void fusedLinearsFallBackToAlign1ForAnOddKOrAMisalignedSliceOfBAndAreRight() {
         int m = 2048;
         int n = 640;
-        assertTrue(device.properties().multiprocessorCount() > 16 * 5, "the large tile's 80 blocks leave SMs idle");
+        assertTrue(gpu.device().properties().multiprocessorCount() > 16 * 5,
+                "the large tile's 80 blocks leave SMs idle");
         record Case(int k, int bOffset, int alignment) {}
         for (Case c : List.of(new Case(132, 0, 4), new Case(131, 0, 1), new Case(132, 1, 1), new Case(129, 1, 1))) {
-            try (GemmCase problem = new GemmCase(device, m, n, c.k(), true, c.bOffset())) {
-                GemmConfig chosen = kernels.sgemm().choose(m, n, c.k(), true, GemmConfig.Epilogue.BIAS_RELU,
+            try (GemmCase problem = new GemmCase(gpu.device(), m, n, c.k(), true, c.bOffset())) {
+                GemmConfig chosen = gpu.sgemm().choose(m, n, c.k(), true, GemmConfig.Epilogue.BIAS_RELU,
                         problem.b());
                 assertEquals(c.alignment(), chosen.alignment(), c + " " + chosen);
                 assertEquals(64, chosen.tileM(), chosen.toString());
-                float[] first = problem.run(kernels, stream, chosen, null);
+                float[] first = problem.run(gpu.kernels(), gpu.stream(), chosen, null);
                 Reference.assertClose(problem.expected(GemmConfig.Epilogue.BIAS_RELU), first, problem.describe(chosen));
-                assertArrayEquals(bits(first), bits(problem.run(kernels, stream, chosen, null)),
+                assertArrayEquals(bits(first), bits(problem.run(gpu.kernels(), gpu.stream(), chosen, null)),
                         problem.describe(chosen) + " second run");
             }
         }
@@ -187,16 +179,17 @@ class SgemmAlign4Test {
         float[] a = TestData.randomFloats(m * k, seed);
         float[] b = TestData.randomFloats(k * n, seed + 1);
         float[] bias = TestData.randomFloats(n, seed + 2);
-        try (DeviceBuffer da = TestData.upload(device, a); DeviceBuffer db = TestData.upload(device, b);
-                DeviceBuffer dbias = TestData.upload(device, bias); DeviceBuffer chosen = device.allocateFloats(m * n);
-                DeviceBuffer pinned = device.allocateFloats(m * n)) {
-            GemmConfig config = kernels.sgemm().choose(m, n, k, true, GemmConfig.Epilogue.BIAS_RELU, db);
+        try (DeviceBuffer da = gpu.upload(a); DeviceBuffer db = gpu.upload(b);
+                DeviceBuffer dbias = gpu.upload(bias); DeviceBuffer chosen = gpu.allocateFloats(m * n);
+                DeviceBuffer pinned = gpu.allocateFloats(m * n)) {
+            GemmConfig config = gpu.sgemm().choose(m, n, k, true, GemmConfig.Epilogue.BIAS_RELU, db);
             assertEquals("cg4j_simt_sgemm_f32_64x32x16_3_tnt_align4_bias_f32_relu", config.kernelName());
             chosen.memset(0xFF);
             pinned.memset(0xFF);
-            kernels.sgemm().multiplyBiasRelu(stream, m, n, k, da, db, true, dbias, chosen);
-            kernels.sgemm().multiply(stream, config, m, n, k, 1f, da, db, 0f, pinned, dbias);
-            stream.synchronize();
+            gpu.sgemm().multiply(gpu.stream(), GemmOperands.biasRelu(m, n, k, da, db, true, dbias, chosen), null);
+            gpu.sgemm().multiply(gpu.stream(), config, GemmOperands.biasRelu(m, n, k, da, db, true, dbias, pinned),
+                    null);
+            gpu.stream().synchronize();
             float[] out = chosen.toFloatArray();
             assertFalse(Float.isNaN(out[out.length - 1]), "the last element was written");
             assertArrayEquals(bits(pinned.toFloatArray()), bits(out), TestData.seedDescription(seed));

@@ -7,38 +7,19 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.EnumSet;
 import java.util.Set;
 import java.util.stream.Stream;
-import org.cudagraph4j.Cuda;
-import org.cudagraph4j.CudaDevice;
-import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.GpuTest;
 import org.cudagraph4j.TestData;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 @GpuTest
 class SgemmTest {
-    private static CudaDevice device;
-    private static ShippedKernels kernels;
-    private static CudaStream stream;
-
-    @BeforeAll
-    static void load() {
-        device = TestData.device();
-        kernels = ShippedKernels.load(device);
-        stream = device.createStream();
-        System.out.println("loaded " + kernels.image() + " on " + device.properties().name());
-    }
-
-    @AfterAll
-    static void close() {
-        stream.close();
-        kernels.close();
-    }
+    @RegisterExtension
+    static final KernelsFixture gpu = new KernelsFixture();
 
     /**
      * Sizes that are not multiples of any tile (1, 7, 63, 65, 127, 129, 1000, 1023), mixed; under a
@@ -55,16 +36,16 @@ class SgemmTest {
     @ParameterizedTest(name = "m={0} n={1} k={2} bTransposed={3}")
     @MethodSource("shapes")
     void everyInstanceMatchesTheDoubleReference(int m, int n, int k, boolean bTransposed) {
-        try (GemmCase problem = new GemmCase(device, m, n, k, bTransposed);
-                GemmWorkspace workspace = GemmWorkspace.allocate(device, m, n, 1)) {
+        try (GemmCase problem = new GemmCase(gpu.device(), m, n, k, bTransposed);
+                GemmWorkspace workspace = GemmWorkspace.allocate(gpu.device(), m, n, 1)) {
             Set<GemmConfig.Epilogue> checked = EnumSet.noneOf(GemmConfig.Epilogue.class);
-            for (GemmConfig config : kernels.gemmConfigs()) {
+            for (GemmConfig config : gpu.kernels().gemmConfigs()) {
                 if (config.bTransposed() != bTransposed || (config.alignment() > 1 && (bTransposed ? k : n)
                         % config.alignment() != 0)) {
                     continue;
                 }
                 checked.add(config.epilogue());
-                problem.check(kernels, stream, config, workspace);
+                problem.check(gpu.kernels(), gpu.stream(), config, workspace);
             }
             // The align1 instances take every shape: both epilogues must have been checked.
             assertEquals(EnumSet.allOf(GemmConfig.Epilogue.class), checked);
@@ -79,10 +60,12 @@ class SgemmTest {
         long seed = TestData.newSeed();
         float[] a = TestData.randomFloats(m * k, seed);
         float[] b = TestData.randomFloats(k * n, seed + 1);
-        try (DeviceBuffer da = upload(a); DeviceBuffer db = upload(b); DeviceBuffer dc = device.allocateFloats(m * n)) {
+        try (DeviceBuffer da = gpu.upload(a); DeviceBuffer db = gpu.upload(b);
+                DeviceBuffer dc = gpu.allocateFloats(m * n)) {
             dc.memset(0xFF);
-            kernels.sgemm().multiply(stream, m, n, k, 2f, da, db, false, 0f, dc);
-            stream.synchronize();
+            gpu.sgemm().multiply(gpu.stream(), GemmOperands.linearCombination(m, n, k, 2f, da, db, false, 0f, dc),
+                    null);
+            gpu.stream().synchronize();
             Reference.assertClose(Reference.gemm(m, n, k, 2, a, b, false, 0, null), dc.toFloatArray(),
                     TestData.seedDescription(seed));
         }
@@ -90,9 +73,9 @@ class SgemmTest {
 
     @Test
     void choosesTheLargeTileForLargeProblemsAndTheSeedTileForSmallOnes() {
-        try (DeviceBuffer b = device.allocateFloats(4096L * 4096)) {
-            GemmConfig large = kernels.sgemm().choose(4096, 4096, 4096, false, GemmConfig.Epilogue.LINEAR_COMBINATION, b);
-            GemmConfig small = kernels.sgemm().choose(2048, 640, 640, true, GemmConfig.Epilogue.BIAS_RELU, b);
+        try (DeviceBuffer b = gpu.allocateFloats(4096L * 4096)) {
+            GemmConfig large = gpu.sgemm().choose(4096, 4096, 4096, false, GemmConfig.Epilogue.LINEAR_COMBINATION, b);
+            GemmConfig small = gpu.sgemm().choose(2048, 640, 640, true, GemmConfig.Epilogue.BIAS_RELU, b);
             assertTrue(large.tileM() * large.tileN() >= 128 * 128, large.toString());
             assertEquals(64, small.tileM());
             assertEquals(32, small.tileN());
@@ -101,27 +84,29 @@ class SgemmTest {
 
     @Test
     void badShapesAndBuffersAreNamedBeforeLaunch() {
-        try (DeviceBuffer small = device.allocateFloats(10); DeviceBuffer ints = device.allocate(
+        try (DeviceBuffer small = gpu.allocateFloats(10); DeviceBuffer ints = gpu.device().allocate(
                 org.cudagraph4j.ElementType.INT32, 100)) {
-            Sgemm sgemm = kernels.sgemm();
+            Sgemm sgemm = gpu.sgemm();
             IllegalArgumentException zero = assertThrows(IllegalArgumentException.class,
-                    () -> sgemm.multiply(stream, 0, 1, 1, 1f, small, small, false, 0f, small));
+                    () -> sgemm.multiply(gpu.stream(), linear(0, 1, 1, small, small, small), null));
             assertEquals("sgemm needs m, n, k >= 1, got m=0, n=1, k=1", zero.getMessage());
             IllegalArgumentException tooSmall = assertThrows(IllegalArgumentException.class,
-                    () -> sgemm.multiply(stream, 4, 4, 4, 1f, small, small, false, 0f, small));
+                    () -> sgemm.multiply(gpu.stream(), linear(4, 4, 4, small, small, small), null));
             assertEquals("A needs 16 floats but has 10", tooSmall.getMessage());
             IllegalArgumentException type = assertThrows(IllegalArgumentException.class,
-                    () -> sgemm.multiply(stream, 2, 2, 2, 1f, ints, small, false, 0f, small));
+                    () -> sgemm.multiply(gpu.stream(), linear(2, 2, 2, ints, small, small), null));
             assertEquals("A must hold FLOAT32, not INT32", type.getMessage());
-            try (DeviceBuffer big = device.allocateFloats(100)) {
+            try (DeviceBuffer big = gpu.allocateFloats(100)) {
                 IllegalArgumentException alias = assertThrows(IllegalArgumentException.class,
-                        () -> sgemm.multiply(stream, 4, 4, 4, 1f, big, big.slice(16, 16), false, 0f, big.slice(8, 16)));
+                        () -> sgemm.multiply(gpu.stream(), linear(4, 4, 4, big, big.slice(16, 16), big.slice(8, 16)),
+                                null));
                 assertEquals("the output of sgemm must not overlap its inputs", alias.getMessage());
             }
         }
     }
 
-    private static DeviceBuffer upload(float[] values) {
-        return TestData.upload(device, values);
+    /** {@code C = A * B} with B stored [k, n]. */
+    private static GemmOperands linear(int m, int n, int k, DeviceBuffer a, DeviceBuffer b, DeviceBuffer c) {
+        return GemmOperands.linearCombination(m, n, k, 1f, a, b, false, 0f, c);
     }
 }

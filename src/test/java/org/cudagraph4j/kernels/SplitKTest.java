@@ -10,8 +10,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
-import org.cudagraph4j.Cuda;
-import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.GpuTest;
@@ -20,9 +18,8 @@ import org.cudagraph4j.graph.CaptureMode;
 import org.cudagraph4j.graph.CudaGraph;
 import org.cudagraph4j.graph.GraphExec;
 import org.cudagraph4j.graph.StreamCapture;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -33,25 +30,11 @@ class SplitKTest {
     /** Runs a determinism check compares: fewer under a sanitizer, which checks every run anyway. */
     private static final int REPEATS = TestData.underSanitizer() ? 3 : 20;
 
-    private static CudaDevice device;
-    private static ShippedKernels kernels;
-    private static CudaStream stream;
-
-    @BeforeAll
-    static void load() {
-        device = TestData.device();
-        kernels = ShippedKernels.load(device);
-        stream = device.createStream();
-    }
-
-    @AfterAll
-    static void close() {
-        stream.close();
-        kernels.close();
-    }
+    @RegisterExtension
+    static final KernelsFixture gpu = new KernelsFixture();
 
     private static List<GemmConfig> splitConfigs() {
-        List<GemmConfig> configs = kernels.gemmConfigs().stream().filter(GemmConfig::splitK).toList();
+        List<GemmConfig> configs = gpu.kernels().gemmConfigs().stream().filter(GemmConfig::splitK).toList();
         assertFalse(configs.isEmpty(), "the kernels ship split-K instances");
         return configs;
     }
@@ -70,15 +53,15 @@ class SplitKTest {
     void everySplitMatchesTheDoubleReference(int m, int n, int k, boolean bTransposed) {
         int kTiles = (k + 15) / 16;
         int[] slices = IntStream.of(1, 2, 3, 7, 16, kTiles).filter(s -> s <= kTiles).distinct().toArray();
-        try (GemmCase problem = new GemmCase(device, m, n, k, bTransposed);
-                GemmWorkspace workspace = GemmWorkspace.allocate(device, m, n, kTiles)) {
+        try (GemmCase problem = new GemmCase(gpu.device(), m, n, k, bTransposed);
+                GemmWorkspace workspace = GemmWorkspace.allocate(gpu.device(), m, n, kTiles)) {
             int checked = 0;
             for (GemmConfig instance : splitConfigs()) {
                 if (instance.bTransposed() != bTransposed) {
                     continue;
                 }
                 for (int s : slices) {
-                    problem.check(kernels, stream, instance.withSlices(s), workspace);
+                    problem.check(gpu.kernels(), gpu.stream(), instance.withSlices(s), workspace);
                     checked++;
                 }
             }
@@ -94,7 +77,7 @@ class SplitKTest {
         int k = 4093;
         long seed = TestData.newSeed();
         float[] bias = TestData.randomFloats(n, seed + 2);
-        List<GemmConfig> configs = kernels.gemmConfigs().stream()
+        List<GemmConfig> configs = gpu.kernels().gemmConfigs().stream()
                 .filter(c -> c.splitK() && c.bTransposed() && c.epilogue() == GemmConfig.Epilogue.BIAS_RELU
                         && c.tileM() == 32)
                 .map(c -> c.withSlices(16)).toList();
@@ -105,24 +88,26 @@ class SplitKTest {
     }
 
     private static void assertSameBitsEveryRun(GemmConfig config, int m, int n, int k, long seed, float[] bias) {
-        try (DeviceBuffer a = upload(TestData.randomFloats(m * k, seed));
-                DeviceBuffer b = upload(TestData.randomFloats(n * k, seed + 1)); DeviceBuffer dbias = upload(bias);
-                DeviceBuffer d = device.allocateFloats(m * n);
-                GemmWorkspace workspace = GemmWorkspace.allocate(device, m, n, 16)) {
+        try (DeviceBuffer a = gpu.upload(TestData.randomFloats(m * k, seed));
+                DeviceBuffer b = gpu.upload(TestData.randomFloats(n * k, seed + 1));
+                DeviceBuffer dbias = gpu.upload(bias);
+                DeviceBuffer d = gpu.allocateFloats(m * n);
+                GemmWorkspace workspace = GemmWorkspace.allocate(gpu.device(), m, n, 16)) {
+            GemmOperands operands = GemmOperands.biasRelu(m, n, k, a, b, true, dbias, d);
             d.memset(0xFF);
-            kernels.sgemm().multiply(stream, config, m, n, k, 1f, a, b, 0f, d, dbias, workspace);
-            stream.synchronize();
+            gpu.sgemm().multiply(gpu.stream(), config, operands, workspace);
+            gpu.stream().synchronize();
             int[] first = bits(d.toFloatArray());
             for (int run = 0; run < REPEATS; run++) {
                 d.memset(0xFF);
-                kernels.sgemm().multiply(stream, config, m, n, k, 1f, a, b, 0f, d, dbias, workspace);
-                stream.synchronize();
+                gpu.sgemm().multiply(gpu.stream(), config, operands, workspace);
+                gpu.stream().synchronize();
                 assertArrayEquals(first, bits(d.toFloatArray()),
                         config.kernelName() + " run " + run + " " + TestData.seedDescription(seed));
             }
             assertGraphReplaysGive(first, () -> {
                 for (int launch = 0; launch < 4; launch++) {
-                    kernels.sgemm().multiply(stream, config, m, n, k, 1f, a, b, 0f, d, dbias, workspace);
+                    gpu.sgemm().multiply(gpu.stream(), config, operands, workspace);
                 }
             }, d, 5, "4 launches");
         }
@@ -130,26 +115,26 @@ class SplitKTest {
 
     @Test
     void theHeuristicSplitsSkinnyProblemsAndLeavesLargeOnesWhole() {
-        try (DeviceBuffer b = device.allocateFloats(1);
-                GemmWorkspace workspace = GemmWorkspace.allocate(device, 256, 4096, 32)) {
+        try (DeviceBuffer b = gpu.allocateFloats(1);
+                GemmWorkspace workspace = GemmWorkspace.allocate(gpu.device(), 256, 4096, 32)) {
             // The tuning table's batch-1 entry at width 512: the 16x64 tile, K split in 16 on 132 SMs. (K = 511: at
             // 512 a GEMV instance won, which needs K a multiple of 4; GemvTest covers it.)
-            GemmConfig skinny = kernels.sgemm().choose(1, 512, 511, true, GemmConfig.Epilogue.BIAS_RELU, b, workspace);
+            GemmConfig skinny = gpu.sgemm().choose(1, 512, 511, true, GemmConfig.Epilogue.BIAS_RELU, b, workspace);
             assertTrue(skinny.splitK() && skinny.tileM() == 16 && skinny.tileN() == 64, skinny.toString());
             assertTrue(skinny.slices() > 1, skinny.toString());
-            GemmConfig large = kernels.sgemm().choose(4096, 4096, 4096, true, GemmConfig.Epilogue.BIAS_RELU, b,
+            GemmConfig large = gpu.sgemm().choose(4096, 4096, 4096, true, GemmConfig.Epilogue.BIAS_RELU, b,
                     workspace);
             assertFalse(large.splitK(), large.toString());
-            GemmConfig noWorkspace = kernels.sgemm().choose(1, 512, 511, true, GemmConfig.Epilogue.BIAS_RELU, b);
+            GemmConfig noWorkspace = gpu.sgemm().choose(1, 512, 511, true, GemmConfig.Epilogue.BIAS_RELU, b);
             assertFalse(noWorkspace.splitK(), "without a workspace nothing splits");
             // Where the table measured one slice fastest, that instance is chosen even without a workspace.
-            GemmConfig unsplitBest = kernels.sgemm().tuned(128, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU);
+            GemmConfig unsplitBest = gpu.sgemm().tuned(128, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU);
             if (unsplitBest.slices() == 1) {
                 assertEquals(unsplitBest,
-                        kernels.sgemm().choose(128, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU, b));
+                        gpu.sgemm().choose(128, 512, 512, true, GemmConfig.Epilogue.BIAS_RELU, b));
             }
-            try (GemmWorkspace tiny = GemmWorkspace.allocate(device, 1, 512, 1)) {
-                assertEquals(1, kernels.sgemm().choose(1, 512, 511, true, GemmConfig.Epilogue.BIAS_RELU, b, tiny)
+            try (GemmWorkspace tiny = GemmWorkspace.allocate(gpu.device(), 1, 512, 1)) {
+                assertEquals(1, gpu.sgemm().choose(1, 512, 511, true, GemmConfig.Epilogue.BIAS_RELU, b, tiny)
                         .slices(), "a workspace too small for partials gets one slice");
             }
         }
@@ -159,44 +144,45 @@ class SplitKTest {
     void misuseIsRefusedBeforeAnythingRuns() {
         GemmConfig split = splitConfigs().stream().filter(c -> c.epilogue() == GemmConfig.Epilogue.LINEAR_COMBINATION)
                 .findFirst().orElseThrow();
-        try (DeviceBuffer a = device.allocateFloats(64 * 64); DeviceBuffer b = device.allocateFloats(64 * 64);
-                DeviceBuffer c = device.allocateFloats(64 * 64);
-                GemmWorkspace small = GemmWorkspace.allocate(device, 8, 8, 2)) {
+        try (DeviceBuffer a = gpu.allocateFloats(64 * 64); DeviceBuffer b = gpu.allocateFloats(64 * 64);
+                DeviceBuffer c = gpu.allocateFloats(64 * 64);
+                GemmWorkspace small = GemmWorkspace.allocate(gpu.device(), 8, 8, 2)) {
+            GemmOperands operands = GemmOperands.linearCombination(64, 64, 64, 1f, a, b, split.bTransposed(), 0f, c);
             IllegalArgumentException noWorkspace = assertThrows(IllegalArgumentException.class,
-                    () -> kernels.sgemm().multiply(stream, split.withSlices(2), 64, 64, 64, 1f, a, b, 0f, c, null));
+                    () -> gpu.sgemm().multiply(gpu.stream(), split.withSlices(2), operands, null));
             assertTrue(noWorkspace.getMessage().contains("with 2 slices needs a GemmWorkspace"), noWorkspace.getMessage());
             IllegalArgumentException tooMany = assertThrows(IllegalArgumentException.class,
-                    () -> kernels.sgemm().multiply(stream, split.withSlices(5), 64, 64, 64, 1f, a, b, 0f, c, null,
-                            small));
+                    () -> gpu.sgemm().multiply(gpu.stream(), split.withSlices(5), operands, small));
             assertTrue(tooMany.getMessage().contains("more than k=64 has k-tiles (4)"), tooMany.getMessage());
             IllegalArgumentException tooSmall = assertThrows(IllegalArgumentException.class,
-                    () -> kernels.sgemm().multiply(stream, split.withSlices(2), 64, 64, 64, 1f, a, b, 0f, c, null,
-                            small));
+                    () -> gpu.sgemm().multiply(gpu.stream(), split.withSlices(2), operands, small));
             assertTrue(tooSmall.getMessage().contains("workspace is too small"), tooSmall.getMessage());
         }
         // One slice needs no workspace, so every shipped instance runs through the plain overload.
-        try (DeviceBuffer a = upload(ones(64 * 64)); DeviceBuffer b = upload(ones(64 * 64));
-                DeviceBuffer c = device.allocateFloats(64 * 64)) {
+        try (DeviceBuffer a = gpu.upload(ones(64 * 64)); DeviceBuffer b = gpu.upload(ones(64 * 64));
+                DeviceBuffer c = gpu.allocateFloats(64 * 64)) {
             c.memset(0xFF);
-            kernels.sgemm().multiply(stream, split, 64, 64, 64, 1f, a, b, 0f, c, null);
-            stream.synchronize();
+            gpu.sgemm().multiply(gpu.stream(), split,
+                    GemmOperands.linearCombination(64, 64, 64, 1f, a, b, split.bTransposed(), 0f, c), null);
+            gpu.stream().synchronize();
             assertEquals(64f, c.toFloatArray()[4095]);
         }
-        GemmWorkspace closed = GemmWorkspace.allocate(device, 64, 64, 2);
+        GemmWorkspace closed = GemmWorkspace.allocate(gpu.device(), 64, 64, 2);
         closed.close();
-        try (DeviceBuffer a = device.allocateFloats(64 * 64); DeviceBuffer b = device.allocateFloats(64 * 64);
-                DeviceBuffer c = device.allocateFloats(64 * 64)) {
-            assertThrows(IllegalStateException.class, () -> kernels.sgemm().multiply(stream, split.withSlices(2), 64,
-                    64, 64, 1f, a, b, 0f, c, null, closed));
+        try (DeviceBuffer a = gpu.allocateFloats(64 * 64); DeviceBuffer b = gpu.allocateFloats(64 * 64);
+                DeviceBuffer c = gpu.allocateFloats(64 * 64)) {
+            GemmOperands operands = GemmOperands.linearCombination(64, 64, 64, 1f, a, b, split.bTransposed(), 0f, c);
+            assertThrows(IllegalStateException.class,
+                    () -> gpu.sgemm().multiply(gpu.stream(), split.withSlices(2), operands, closed));
             // The device and the kernels are still healthy.
             float[] ones = new float[64 * 64];
             java.util.Arrays.fill(ones, 1f);
             a.copyFrom(ones);
             b.copyFrom(ones);
-            try (GemmWorkspace workspace = GemmWorkspace.allocate(device, 64, 64, 2)) {
-                kernels.sgemm().multiply(stream, split.withSlices(2), 64, 64, 64, 1f, a, b, 0f, c, null, workspace);
+            try (GemmWorkspace workspace = GemmWorkspace.allocate(gpu.device(), 64, 64, 2)) {
+                gpu.sgemm().multiply(gpu.stream(), split.withSlices(2), operands, workspace);
             }
-            stream.synchronize();
+            gpu.stream().synchronize();
             assertEquals(64f, c.toFloatArray()[4095]);
         }
     }
@@ -216,13 +202,13 @@ class SplitKTest {
                 float[] w = scale(TestData.randomFloats(widths[i + 1] * widths[i], seed + 2 * i),
                         (float) (1 / Math.sqrt(widths[i])));
                 float[] bias = TestData.randomFloats(widths[i + 1], seed + 2 * i + 1);
-                DeviceBuffer dw = upload(w);
+                DeviceBuffer dw = gpu.upload(w);
                 owned.add(dw);
-                DeviceBuffer dbias = upload(bias);
+                DeviceBuffer dbias = gpu.upload(bias);
                 owned.add(dbias);
                 weights.add(w);
                 biases.add(bias);
-                layers.add(new Linear(kernels, dw, dbias, widths[i], widths[i + 1]));
+                layers.add(new Linear(gpu.kernels(), dw, dbias, widths[i], widths[i + 1]));
             }
             float[] x = TestData.randomFloats(batch * widths[0], seed + 100);
             double[] expected = toDouble(x);
@@ -232,24 +218,24 @@ class SplitKTest {
                         weights.get(i), true, 0, null), batch, widths[i + 1], biases.get(i));
             }
             int out = widths[widths.length - 1];
-            try (Mlp mlp = new Mlp(kernels, layers, 128); DeviceBuffer dx = upload(x);
-                    DeviceBuffer dy = device.allocateFloats(batch * out)) {
+            try (Mlp mlp = new Mlp(gpu.kernels(), layers, 128); DeviceBuffer dx = gpu.upload(x);
+                    DeviceBuffer dy = gpu.allocateFloats(batch * out)) {
                 for (Linear.Mode mode : Linear.Mode.values()) {
                     dy.memset(0xFF);
-                    mlp.forward(stream, batch, dx, dy, mode);
-                    stream.synchronize();
+                    mlp.forward(gpu.stream(), batch, dx, dy, mode);
+                    gpu.stream().synchronize();
                     Reference.assertClose(expected, dy.toFloatArray(), mode + " " + TestData.seedDescription(seed));
                 }
                 CudaGraph graph;
-                try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.THREAD_LOCAL)) {
-                    mlp.forward(stream, batch, dx, dy, Linear.Mode.FUSED);
+                try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.THREAD_LOCAL)) {
+                    mlp.forward(gpu.stream(), batch, dx, dy, Linear.Mode.FUSED);
                     graph = capture.end();
                 }
                 try (graph; GraphExec exec = graph.instantiate()) {
                     assertEquals(layers.size(), graph.nodes().size(), "one kernel per fused layer");
                     dy.memset(0xFF);
-                    exec.launch(stream);
-                    stream.synchronize();
+                    exec.launch(gpu.stream());
+                    gpu.stream().synchronize();
                     Reference.assertClose(expected, dy.toFloatArray(), "graph " + TestData.seedDescription(seed));
                 }
             }
@@ -271,30 +257,31 @@ class SplitKTest {
         List<Linear> layers = new ArrayList<>();
         try {
             for (int i = 0; i < 16; i++) {
-                DeviceBuffer w = upload(scale(TestData.randomFloats(width * width, seed + 2 * i),
+                DeviceBuffer w = gpu.upload(scale(TestData.randomFloats(width * width, seed + 2 * i),
                         (float) (1 / Math.sqrt(width))));
-                DeviceBuffer bias = upload(TestData.randomFloats(width, seed + 2 * i + 1));
+                DeviceBuffer bias = gpu.upload(TestData.randomFloats(width, seed + 2 * i + 1));
                 owned.add(w);
                 owned.add(bias);
-                layers.add(new Linear(kernels, w, bias, width, width));
+                layers.add(new Linear(gpu.kernels(), w, bias, width, width));
             }
             List<Linear> programmatic = layers.stream().map(Linear::withProgrammaticDependentLaunch).toList();
-            try (Mlp ordered = new Mlp(kernels, layers, batch); Mlp overlapped = new Mlp(kernels, programmatic, batch);
-                    DeviceBuffer x = upload(TestData.randomFloats(batch * width, seed + 99));
-                    DeviceBuffer y = device.allocateFloats(batch * width)) {
+            try (Mlp ordered = new Mlp(gpu.kernels(), layers, batch);
+                    Mlp overlapped = new Mlp(gpu.kernels(), programmatic, batch);
+                    DeviceBuffer x = gpu.upload(TestData.randomFloats(batch * width, seed + 99));
+                    DeviceBuffer y = gpu.allocateFloats(batch * width)) {
                 for (Linear.Mode mode : Linear.Mode.values()) {
                     y.memset(0xFF);
-                    ordered.forward(stream, batch, x, y, mode);
-                    stream.synchronize();
+                    ordered.forward(gpu.stream(), batch, x, y, mode);
+                    gpu.stream().synchronize();
                     int[] expected = bits(y.toFloatArray());
                     for (int run = 0; run < REPEATS; run++) {
                         y.memset(0xFF);
-                        overlapped.forward(stream, batch, x, y, mode);
-                        stream.synchronize();
+                        overlapped.forward(gpu.stream(), batch, x, y, mode);
+                        gpu.stream().synchronize();
                         assertArrayEquals(expected, bits(y.toFloatArray()), mode + " run " + run + " "
                                 + TestData.seedDescription(seed));
                     }
-                    assertGraphReplaysGive(expected, () -> overlapped.forward(stream, batch, x, y, mode), y, 20,
+                    assertGraphReplaysGive(expected, () -> overlapped.forward(gpu.stream(), batch, x, y, mode), y, 20,
                             mode.toString());
                 }
             }
@@ -310,18 +297,18 @@ class SplitKTest {
     @Test
     void anMlpRunsWhatTheTuningTablePlansAtEveryBatch() {
         int width = 512;
-        try (DeviceBuffer w = device.allocateFloats(width * width); DeviceBuffer bias = device.allocateFloats(width);
-                DeviceBuffer x = device.allocateFloats(256 * width); DeviceBuffer y = device.allocateFloats(256 * width)) {
-            Linear layer = new Linear(kernels, w, bias, width, width);
-            try (Mlp mlp = new Mlp(kernels, List.of(layer, layer), 256)) {
+        try (DeviceBuffer w = gpu.allocateFloats(width * width); DeviceBuffer bias = gpu.allocateFloats(width);
+                DeviceBuffer x = gpu.allocateFloats(256 * width); DeviceBuffer y = gpu.allocateFloats(256 * width)) {
+            Linear layer = new Linear(gpu.kernels(), w, bias, width, width);
+            try (Mlp mlp = new Mlp(gpu.kernels(), List.of(layer, layer), 256)) {
                 for (int batch : new int[] {1, 8, 32, 256}) {
-                    GemmConfig gemv = kernels.sgemm().gemv(batch, width, width, true, GemmConfig.Epilogue.BIAS_RELU,
+                    GemmConfig gemv = gpu.sgemm().gemv(batch, width, width, true, GemmConfig.Epilogue.BIAS_RELU,
                             x, w);
                     GemmConfig planned = gemv != null ? gemv
-                            : kernels.sgemm().tuned(batch, width, width, true, GemmConfig.Epilogue.BIAS_RELU);
+                            : gpu.sgemm().tuned(batch, width, width, true, GemmConfig.Epilogue.BIAS_RELU);
                     CudaGraph graph;
-                    try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.THREAD_LOCAL)) {
-                        mlp.forward(stream, batch, x, y, Linear.Mode.FUSED);
+                    try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.THREAD_LOCAL)) {
+                        mlp.forward(gpu.stream(), batch, x, y, Linear.Mode.FUSED);
                         graph = capture.end();
                     }
                     try (graph) {
@@ -339,16 +326,17 @@ class SplitKTest {
     @Test
     void aCaptureWithProgrammaticDependentLaunchHasProgrammaticEdgesThatIntrospectionShows() {
         int width = 512;
-        try (DeviceBuffer w = upload(scale(TestData.randomFloats(width * width, 1), 0.04f));
-                DeviceBuffer bias = upload(TestData.randomFloats(width, 2));
-                DeviceBuffer x = upload(TestData.randomFloats(8 * width, 3)); DeviceBuffer y = device.allocateFloats(8 * width);
-                Mlp mlp = new Mlp(kernels, List.of(new Linear(kernels, w, bias, width, width)
-                        .withProgrammaticDependentLaunch(), new Linear(kernels, w, bias, width, width)
-                        .withProgrammaticDependentLaunch(), new Linear(kernels, w, bias, width, width)
+        try (DeviceBuffer w = gpu.upload(scale(TestData.randomFloats(width * width, 1), 0.04f));
+                DeviceBuffer bias = gpu.upload(TestData.randomFloats(width, 2));
+                DeviceBuffer x = gpu.upload(TestData.randomFloats(8 * width, 3));
+                DeviceBuffer y = gpu.allocateFloats(8 * width);
+                Mlp mlp = new Mlp(gpu.kernels(), List.of(new Linear(gpu.kernels(), w, bias, width, width)
+                        .withProgrammaticDependentLaunch(), new Linear(gpu.kernels(), w, bias, width, width)
+                        .withProgrammaticDependentLaunch(), new Linear(gpu.kernels(), w, bias, width, width)
                         .withProgrammaticDependentLaunch()), 8)) {
             CudaGraph graph;
-            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.THREAD_LOCAL)) {
-                mlp.forward(stream, 8, x, y, Linear.Mode.FUSED);
+            try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.THREAD_LOCAL)) {
+                mlp.forward(gpu.stream(), 8, x, y, Linear.Mode.FUSED);
                 graph = capture.end();
             }
             try (graph) {
@@ -371,17 +359,19 @@ class SplitKTest {
         GemmConfig config = splitConfigs().stream()
                 .filter(c -> c.bTransposed() && c.epilogue() == GemmConfig.Epilogue.BIAS_RELU && c.tileM() == 16)
                 .findFirst().orElseThrow().withSlices(8);
-        try (DeviceBuffer w = upload(scale(TestData.randomFloats(width * width, seed), 0.04f));
-                DeviceBuffer bias = upload(TestData.randomFloats(width, seed + 1));
-                DeviceBuffer x = upload(TestData.randomFloats(batch * width, seed + 2));
-                DeviceBuffer h = device.allocateFloats(batch * width); DeviceBuffer y = device.allocateFloats(batch * width);
-                GemmWorkspace workspace = GemmWorkspace.allocate(device, batch, width, 8)) {
-            kernels.sgemm().multiply(stream, config, batch, width, width, 1f, x, w, 0f, h, bias, workspace);
-            kernels.sgemm().multiply(stream, config, batch, width, width, 1f, h, w, 0f, y, bias, workspace);
-            stream.synchronize();
+        try (DeviceBuffer w = gpu.upload(scale(TestData.randomFloats(width * width, seed), 0.04f));
+                DeviceBuffer bias = gpu.upload(TestData.randomFloats(width, seed + 1));
+                DeviceBuffer x = gpu.upload(TestData.randomFloats(batch * width, seed + 2));
+                DeviceBuffer h = gpu.allocateFloats(batch * width); DeviceBuffer y = gpu.allocateFloats(batch * width);
+                GemmWorkspace workspace = GemmWorkspace.allocate(gpu.device(), batch, width, 8)) {
+            Sgemm sgemm = gpu.sgemm();
+            CudaStream stream = gpu.stream();
+            sgemm.multiply(stream, config, GemmOperands.biasRelu(batch, width, width, x, w, true, bias, h), workspace);
+            sgemm.multiply(stream, config, GemmOperands.biasRelu(batch, width, width, h, w, true, bias, y), workspace);
+            gpu.stream().synchronize();
             int[] expected = bits(y.toFloatArray());
 
-            org.cudagraph4j.CudaKernel kernel = kernels.library().kernel(config.kernelName());
+            org.cudagraph4j.CudaKernel kernel = gpu.kernels().library().kernel(config.kernelName());
             org.cudagraph4j.Dim3 block = org.cudagraph4j.Dim3.of(config.threads());
             try (CudaGraph graph = CudaGraph.create()) {
                 var first = graph.addKernel(org.cudagraph4j.KernelLaunch.of(kernel, config.grid(batch, width),
@@ -412,8 +402,8 @@ class SplitKTest {
                 try (GraphExec exec = graph.instantiate()) {
                     for (int replay = 0; replay < 10; replay++) {
                         y.memset(0xFF);
-                        exec.launch(stream);
-                        stream.synchronize();
+                        exec.launch(gpu.stream());
+                        gpu.stream().synchronize();
                         assertArrayEquals(expected, bits(y.toFloatArray()), "replay " + replay + " "
                                 + TestData.seedDescription(seed));
                     }
@@ -424,19 +414,20 @@ class SplitKTest {
 
     @Test
     void anMlpRefusesLayersThatDoNotChainAndBatchesItCannotHold() {
-        try (DeviceBuffer w = device.allocateFloats(64 * 64); DeviceBuffer bias = device.allocateFloats(64)) {
-            Linear square = new Linear(kernels, w, bias, 64, 64);
-            Linear narrow = new Linear(kernels, w, bias, 32, 64);
+        try (DeviceBuffer w = gpu.allocateFloats(64 * 64); DeviceBuffer bias = gpu.allocateFloats(64)) {
+            Linear square = new Linear(gpu.kernels(), w, bias, 64, 64);
+            Linear narrow = new Linear(gpu.kernels(), w, bias, 32, 64);
             IllegalArgumentException chain = assertThrows(IllegalArgumentException.class,
-                    () -> new Mlp(kernels, List.of(square, narrow), 8));
+                    () -> new Mlp(gpu.kernels(), List.of(square, narrow), 8));
             assertEquals("layer 1 takes 32 features but layer 0 gives 64", chain.getMessage());
-            assertThrows(IllegalArgumentException.class, () -> new Mlp(kernels, List.of(), 8));
-            try (Mlp mlp = new Mlp(kernels, List.of(square, square), 8);
-                    DeviceBuffer x = device.allocateFloats(16 * 64); DeviceBuffer y = device.allocateFloats(16 * 64)) {
+            assertThrows(IllegalArgumentException.class, () -> new Mlp(gpu.kernels(), List.of(), 8));
+            try (Mlp mlp = new Mlp(gpu.kernels(), List.of(square, square), 8);
+                    DeviceBuffer x = gpu.allocateFloats(16 * 64); DeviceBuffer y = gpu.allocateFloats(16 * 64)) {
                 IllegalArgumentException batch = assertThrows(IllegalArgumentException.class,
-                        () -> mlp.forward(stream, 9, x, y, Linear.Mode.FUSED));
+                        () -> mlp.forward(gpu.stream(), 9, x, y, Linear.Mode.FUSED));
                 assertEquals("batch must be 1 to 8, got 9", batch.getMessage());
-                assertThrows(IllegalArgumentException.class, () -> mlp.forward(stream, 8, x, x, Linear.Mode.FUSED));
+                assertThrows(IllegalArgumentException.class,
+                        () -> mlp.forward(gpu.stream(), 8, x, x, Linear.Mode.FUSED));
             }
         }
     }
@@ -448,15 +439,15 @@ class SplitKTest {
     private static void assertGraphReplaysGive(int[] expected, Runnable work, DeviceBuffer output, int replays,
             String what) {
         CudaGraph graph;
-        try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.THREAD_LOCAL)) {
+        try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.THREAD_LOCAL)) {
             work.run();
             graph = capture.end();
         }
         try (graph; GraphExec exec = graph.instantiate()) {
             for (int replay = 0; replay < replays; replay++) {
                 output.memset(0xFF);
-                exec.launch(stream);
-                stream.synchronize();
+                exec.launch(gpu.stream());
+                gpu.stream().synchronize();
                 assertArrayEquals(expected, bits(output.toFloatArray()), what + ", replay " + replay);
             }
         }
@@ -497,9 +488,5 @@ class SplitKTest {
             result[i] = (float) values[i];
         }
         return result;
-    }
-
-    private static DeviceBuffer upload(float[] values) {
-        return TestData.upload(device, values);
     }
 }
