@@ -1,6 +1,7 @@
 // cudagraph4j kernels: every extern "C" instance shipped in the cubins.
 // Parameter lists, launch shapes and the naming scheme: kernels/README.md.
 #include "cg4j/sgemm_simt.cuh"
+#include "cg4j/sgemm_tensor_op.cuh"
 
 using cg4j::GemmShape;
 using cg4j::ThreadShape;
@@ -21,6 +22,18 @@ using cg4j::layout::RowMajor;
       cg4j::SimtSgemmSplitK<GemmShape<TBM, TBN, TBK>, GemmShape<WM, WN, TBK>, ThreadShape<TM, TN>, LAYOUT_B,      \
                             ALIGN_B, STAGES, CG4J_OUTPUT_OP_##EPI, PAD_BN,                                      \
                             cg4j::gemm::threadblock::GemmIdentityThreadblockSwizzle, REDUCTION_BATCH>;          \
+  CG4J_SGEMM_##EPI##_SPLITK_ENTRY(NAME, NAME##_t, MIN_BLOCKS)
+
+#define CG4J_TENSOROP_SGEMM(NAME, EPI, TBM, TBN, TBK, WM, WN, LAYOUT_B, ALIGN, STAGES, MATH, GROUP, MIN_BLOCKS)  \
+  using NAME##_t = cg4j::TensorOpSgemm<GemmShape<TBM, TBN, TBK>, GemmShape<WM, WN, TBK>, LAYOUT_B, ALIGN, ALIGN, \
+                                       STAGES, cg4j::arch::TensorMath::MATH, CG4J_OUTPUT_OP_##EPI, GROUP>;      \
+  CG4J_SGEMM_##EPI##_ENTRY(NAME, NAME##_t, MIN_BLOCKS)
+
+#define CG4J_TENSOROP_SGEMM_SPLITK(NAME, EPI, TBM, TBN, TBK, WM, WN, LAYOUT_B, ALIGN, STAGES, MATH, GROUP,         \
+                                   MIN_BLOCKS)                                                                  \
+  using NAME##_t = cg4j::TensorOpSgemmSplitK<GemmShape<TBM, TBN, TBK>, GemmShape<WM, WN, TBK>, LAYOUT_B, ALIGN,   \
+                                             ALIGN, STAGES, cg4j::arch::TensorMath::MATH, CG4J_OUTPUT_OP_##EPI, \
+                                             GROUP>;                                                            \
   CG4J_SGEMM_##EPI##_SPLITK_ENTRY(NAME, NAME##_t, MIN_BLOCKS)
 
 #define CG4J_GEMV(NAME, EPI, ROWS, COLUMNS_PER_WARP, WARPS)                                               \

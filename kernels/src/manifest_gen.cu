@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cg4j/sgemm_simt.cuh"
+#include "cg4j/sgemm_tensor_op.cuh"
 
 using cg4j::GemmShape;
 using cg4j::ThreadShape;
@@ -19,8 +20,9 @@ using cg4j::layout::RowMajor;
 
 static void print_sgemm(const char *name, const char *family, bool split_k, int tbm, int tbn, int tbk, int wm, int wn,
                         int tm, int tn, char layout_b, int align_b, int stages, int threads, int smem_bytes,
-                        int reduction_batch) {
+                        int reduction_batch, const char *math = "fp32", int align_a = 1) {
   std::printf("kernel.%s.family=%s%s\n", name, family, split_k ? "_splitk" : "");
+  std::printf("kernel.%s.math=%s\n", name, math);
   std::printf("kernel.%s.threads=%d\n", name, threads);
   std::printf("kernel.%s.block=%d,1,1\n", name, threads);
   std::printf("kernel.%s.sharedMemBytes=%d\n", name, smem_bytes);
@@ -33,6 +35,7 @@ static void print_sgemm(const char *name, const char *family, bool split_k, int 
   std::printf("kernel.%s.stages=%d\n", name, stages);
   std::printf("kernel.%s.layout=t%ct\n", name, layout_b);
   std::printf("kernel.%s.alignment=%d\n", name, align_b);
+  std::printf("kernel.%s.alignmentA=%d\n", name, align_a);
   if (split_k) std::printf("kernel.%s.reductionBatch=%d\n", name, reduction_batch);
 }
 
@@ -62,10 +65,14 @@ int main() {
   sep = ",";
 #define CG4J_SGEMM_SPLITK CG4J_SGEMM
 #define CG4J_GEMV CG4J_SGEMM
+#define CG4J_TENSOROP_SGEMM CG4J_SGEMM
+#define CG4J_TENSOROP_SGEMM_SPLITK CG4J_SGEMM
 #include "instances.def"
 #undef CG4J_SGEMM
 #undef CG4J_SGEMM_SPLITK
 #undef CG4J_GEMV
+#undef CG4J_TENSOROP_SGEMM
+#undef CG4J_TENSOROP_SGEMM_SPLITK
   std::printf("%scg4j_epilogue_f32_bias_f32_relu\n", sep);
 
 #define CG4J_SGEMM(NAME, EPI, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B, ALIGN_B, STAGES, PAD_BN, MIN_BLOCKS)       \
@@ -89,10 +96,30 @@ int main() {
     using G = cg4j::gemv::kernel::GemvSimt<ROWS, COLUMNS_PER_WARP, WARPS, CG4J_OUTPUT_OP_##EPI>;              \
     print_gemv(#NAME, CG4J_GEMV_FAMILY_##EPI, G::kTileM, G::kTileN, G::kTileK, WARPS, G::kThreads);           \
   }
+#define CG4J_TENSOROP_GEMM_INFO(NAME, G, EPI, SPLIT, TBM, TBN, TBK, WM, WN, LAYOUT_B, ALIGN, STAGES, MATH)           \
+  print_sgemm(#NAME, CG4J_FAMILY_##EPI, SPLIT, TBM, TBN, TBK, WM, WN, 16, 8, LAYOUT_B::kLetter, ALIGN, STAGES,        \
+              G::kThreads, G::kSharedStorageBytes, 0,                                                           \
+              cg4j::arch::TensorMath::MATH == cg4j::arch::TensorMath::kFastF32 ? "3xtf32" : "tf32", ALIGN);
+#define CG4J_TENSOROP_SGEMM(NAME, EPI, TBM, TBN, TBK, WM, WN, LAYOUT_B, ALIGN, STAGES, MATH, GROUP, MIN_BLOCKS)    \
+  {                                                                                                          \
+    using G = cg4j::TensorOpSgemm<GemmShape<TBM, TBN, TBK>, GemmShape<WM, WN, TBK>, LAYOUT_B, ALIGN, ALIGN, STAGES, \
+                                  cg4j::arch::TensorMath::MATH, CG4J_OUTPUT_OP_##EPI, GROUP>;                    \
+    CG4J_TENSOROP_GEMM_INFO(NAME, G, EPI, false, TBM, TBN, TBK, WM, WN, LAYOUT_B, ALIGN, STAGES, MATH)            \
+  }
+#define CG4J_TENSOROP_SGEMM_SPLITK(NAME, EPI, TBM, TBN, TBK, WM, WN, LAYOUT_B, ALIGN, STAGES, MATH, GROUP,           \
+                                   MIN_BLOCKS)                                                                    \
+  {                                                                                                            \
+    using G = cg4j::TensorOpSgemmSplitK<GemmShape<TBM, TBN, TBK>, GemmShape<WM, WN, TBK>, LAYOUT_B, ALIGN, ALIGN,     \
+                                        STAGES, cg4j::arch::TensorMath::MATH, CG4J_OUTPUT_OP_##EPI, GROUP>;        \
+    CG4J_TENSOROP_GEMM_INFO(NAME, G, EPI, true, TBM, TBN, TBK, WM, WN, LAYOUT_B, ALIGN, STAGES, MATH)              \
+  }
 #include "instances.def"
 #undef CG4J_SGEMM
 #undef CG4J_SGEMM_SPLITK
 #undef CG4J_GEMV
+#undef CG4J_TENSOROP_SGEMM
+#undef CG4J_TENSOROP_SGEMM_SPLITK
+#undef CG4J_TENSOROP_GEMM_INFO
 
   const char *e = "cg4j_epilogue_f32_bias_f32_relu";
   std::printf("kernel.%s.family=epilogue_bias_relu\n", e);

@@ -40,11 +40,7 @@ struct Gemm {
     if (m0 >= M || n0 >= N) return;
 
     typename Mma::FragmentC accum;
-#pragma unroll
-    for (int i = 0; i < Mma::ThreadShape::kM; ++i) {
-#pragma unroll
-      for (int j = 0; j < Mma::ThreadShape::kN; ++j) accum.v[i][j] = 0.0f;
-    }
+    accum.clear();
 
     // Launched with programmatic dependent launch, the previous kernel may still be running.
     arch::wait_for_prerequisite_grids();

@@ -94,11 +94,7 @@ struct GemmSplitK {
     arch::wait_for_prerequisite_grids();
 
     typename Mma::FragmentC accum;
-#pragma unroll
-    for (int i = 0; i < Mma::ThreadShape::kM; ++i) {
-#pragma unroll
-      for (int j = 0; j < Mma::ThreadShape::kN; ++j) accum.v[i][j] = 0.0f;
-    }
+    accum.clear();
 
     // Main loop
     Mma mma;

@@ -100,6 +100,12 @@ class MmaMultistageSimt {
   /// Accumulator tile of one thread: row i*4+r is sub-tile i, row r; likewise columns.
   struct FragmentC {
     float v[ThreadShape::kM][ThreadShape::kN];
+    __device__ __forceinline__ void clear() {
+#pragma unroll
+      for (int i = 0; i < ThreadShape::kM; ++i)
+#pragma unroll
+        for (int j = 0; j < ThreadShape::kN; ++j) v[i][j] = 0.0f;
+    }
   };
 
   /// The register-staged loader also takes K; the cp.async ones predicate K per k-tile.

@@ -37,6 +37,14 @@ public final class TestData {
     }
 
     /**
+     * Whether the sanitizer is racecheck, which tracks every shared-memory access: load tests then
+     * keep their concurrency but send a few requests each, so that a shard of the suite fits in one run.
+     */
+    public static boolean underRacecheck() {
+        return "racecheck".equals(System.getProperty("org.cudagraph4j.sanitizer"));
+    }
+
+    /**
      * The device the gpu tests run on: ordinal {@code org.cudagraph4j.test.device} ({@code bin/run-tests
      * --device N} sets it), 0 by default. On a host of several GPUs the suite runs once per device; the
      * calling thread's current device is left alone, so that a call which forgets to select its own

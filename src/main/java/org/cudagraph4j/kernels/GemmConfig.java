@@ -17,8 +17,8 @@ import org.cudagraph4j.Dim3;
  * @param threads threads per block
  * @param sharedMemBytes dynamic shared memory per block
  * @param bTransposed whether B is stored [N, K] (as {@code torch.nn.Linear} stores its weight)
- * @param alignment elements per vector access of B; above 1, B's leading dimension and address
- *     must be multiples of it
+ * @param alignment elements per vector access of B (and of A, for a tensor-core instance); above 1,
+ *     the leading dimension and address of each such operand must be multiples of it
  * @param splitK whether the instance can split its K loop over several blocks per tile; such an
  *     instance runs with a {@link GemmWorkspace}
  * @param slices the blocks each output tile's K loop is split over: 1, or more for a split-K instance
@@ -27,10 +27,12 @@ import org.cudagraph4j.Dim3;
  *     above 0: fewer round trips to L2, best from about 32 rows); 0 for any other instance. Either
  *     way the partials are added in slice order, so the result is the same bits run to run.
  * @param mainloop how the instance walks K: in threadblock tiles, or GEMV-like, a warp per column
+ * @param math how it multiplies: {@link MathMode#SIMT_FP32}, {@link MathMode#TF32X3} or {@link MathMode#TF32}
+ *     (never {@link MathMode#FP32}, which asks the chooser)
  */
 public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int tileN, int tileK, int stages,
         int threads, int sharedMemBytes, boolean bTransposed, int alignment, boolean splitK, int slices,
-        int reductionBatch, Mainloop mainloop) {
+        int reductionBatch, Mainloop mainloop, MathMode math) {
 
     /** How an instance computes its output tile. */
     public enum Mainloop {
@@ -57,11 +59,17 @@ public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int ti
      *
      * @throws IllegalArgumentException if {@code slices} is below 1, or above 1 for an instance that is not
      *     split-K, or {@code reductionBatch} is negative, or above 0 for an instance that is not split-K, or a
-     *     GEMV instance splits K, takes B not transposed, or loads B otherwise than 4 floats at a time
-     * @throws NullPointerException if {@code mainloop} is null
+     *     GEMV instance splits K, takes B not transposed, or loads B otherwise than 4 floats at a time, or
+     *     {@code math} is {@link MathMode#FP32} or a tensor-core math for a GEMV instance
+     * @throws NullPointerException if {@code mainloop} or {@code math} is null
      */
     public GemmConfig {
         Objects.requireNonNull(mainloop, "mainloop");
+        Objects.requireNonNull(math, "math");
+        if (math == MathMode.FP32 || (math.tensorCores() && mainloop == Mainloop.GEMV)) {
+            throw new IllegalArgumentException(kernelName + ": an instance computes in SIMT_FP32, TF32X3 or TF32 "
+                    + "(GEMV instances in SIMT_FP32), not " + math);
+        }
         if (mainloop == Mainloop.GEMV && (splitK || !bTransposed || alignment != 4)) {
             throw new IllegalArgumentException(kernelName + ": a GEMV instance reads B stored [N, K] 4 floats at a "
                     + "time and does not split K");
@@ -77,7 +85,7 @@ public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int ti
     }
 
     /**
-     * A tiled instance: split-K with a reduction batch, or any other.
+     * A tiled SIMT instance: split-K with a reduction batch, or any other.
      *
      * @param kernelName the {@code extern "C"} symbol
      * @param epilogue what it does after the main loop
@@ -96,7 +104,7 @@ public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int ti
     public GemmConfig(String kernelName, Epilogue epilogue, int tileM, int tileN, int tileK, int stages, int threads,
             int sharedMemBytes, boolean bTransposed, int alignment, boolean splitK, int slices, int reductionBatch) {
         this(kernelName, epilogue, tileM, tileN, tileK, stages, threads, sharedMemBytes, bTransposed, alignment, splitK,
-                slices, reductionBatch, Mainloop.TILED);
+                slices, reductionBatch, Mainloop.TILED, MathMode.SIMT_FP32);
     }
 
     /**
@@ -150,7 +158,17 @@ public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int ti
      */
     public GemmConfig withSlices(int slices) {
         return new GemmConfig(kernelName, epilogue, tileM, tileN, tileK, stages, threads, sharedMemBytes, bTransposed,
-                alignment, splitK, slices, reductionBatch, mainloop);
+                alignment, splitK, slices, reductionBatch, mainloop, math);
+    }
+
+    /**
+     * The floats per vector access of A: the alignment for a tensor-core instance, whose loader reads
+     * A as it reads B; 4 for a GEMV instance; 1 for the other SIMT instances.
+     *
+     * @return 1 or 4
+     */
+    public int alignmentA() {
+        return math.tensorCores() ? alignment : mainloop == Mainloop.GEMV ? 4 : 1;
     }
 
     /**

@@ -85,7 +85,8 @@ final class KernelManifest {
                         integer(name, "tileM"), integer(name, "tileN"), integer(name, "tileK"),
                         integer(name, "stages"), integer(name, "threads"), integer(name, "sharedMemBytes"),
                         kernel(name, "layout").charAt(1) == 'n', integer(name, "alignment"),
-                        splitK, 1, splitK ? integer(name, "reductionBatch") : 0));
+                        splitK, 1, splitK ? integer(name, "reductionBatch") : 0, GemmConfig.Mainloop.TILED,
+                        math(name)));
             } else if (family.startsWith("gemv_")) {
                 configs.add(new GemmConfig(name,
                         family.equals("gemv_bias_relu") ? GemmConfig.Epilogue.BIAS_RELU
@@ -93,7 +94,7 @@ final class KernelManifest {
                         integer(name, "tileM"), integer(name, "tileN"), integer(name, "tileK"),
                         integer(name, "stages"), integer(name, "threads"), integer(name, "sharedMemBytes"),
                         kernel(name, "layout").charAt(1) == 'n', integer(name, "alignment"),
-                        false, 1, 0, GemmConfig.Mainloop.GEMV));
+                        false, 1, 0, GemmConfig.Mainloop.GEMV, MathMode.SIMT_FP32));
             }
         }
         return List.copyOf(configs);
@@ -107,6 +108,17 @@ final class KernelManifest {
             }
         }
         throw new IllegalStateException("the kernels manifest lists no bias+ReLU epilogue kernel");
+    }
+
+    /** The manifest's "math" of an instance: fp32 (SIMT), 3xtf32 or tf32 (tensor cores). */
+    private MathMode math(String name) {
+        String math = kernel(name, "math");
+        return switch (math) {
+            case "fp32" -> MathMode.SIMT_FP32;
+            case "3xtf32" -> MathMode.TF32X3;
+            case "tf32" -> MathMode.TF32;
+            default -> throw new IllegalStateException("kernels manifest: " + name + " has an unknown math " + math);
+        };
     }
 
     private String kernel(String name, String key) {

@@ -41,6 +41,7 @@ public final class Linear {
     private final Dim3 epilogueGrid;
     private final GemmWorkspace workspace;
     private final boolean programmaticDependentLaunch;
+    private final MathMode mathMode;
 
     /**
      * Creates a layer on weight and bias buffers that stay owned by the caller.
@@ -69,9 +70,11 @@ public final class Linear {
         this.epilogueGrid = null;
         this.workspace = null;
         this.programmaticDependentLaunch = false;
+        this.mathMode = MathMode.FP32;
     }
 
-    private Linear(Linear layer, Dim3 epilogueGrid, GemmWorkspace workspace, boolean programmaticDependentLaunch) {
+    private Linear(Linear layer, Dim3 epilogueGrid, GemmWorkspace workspace, boolean programmaticDependentLaunch,
+            MathMode mathMode) {
         this.kernels = layer.kernels;
         this.weight = layer.weight;
         this.bias = layer.bias;
@@ -80,6 +83,7 @@ public final class Linear {
         this.epilogueGrid = epilogueGrid;
         this.workspace = workspace;
         this.programmaticDependentLaunch = programmaticDependentLaunch;
+        this.mathMode = mathMode;
     }
 
     /**
@@ -121,7 +125,8 @@ public final class Linear {
      * @throws NullPointerException if {@code grid} is null
      */
     public Linear withEpilogueGrid(Dim3 grid) {
-        return new Linear(this, Objects.requireNonNull(grid, "grid"), workspace, programmaticDependentLaunch);
+        return new Linear(this, Objects.requireNonNull(grid, "grid"), workspace, programmaticDependentLaunch,
+                mathMode);
     }
 
     /**
@@ -136,7 +141,7 @@ public final class Linear {
      */
     public Linear withWorkspace(GemmWorkspace workspace) {
         return new Linear(this, epilogueGrid, Objects.requireNonNull(workspace, "workspace"),
-                programmaticDependentLaunch);
+                programmaticDependentLaunch, mathMode);
     }
 
     /**
@@ -146,7 +151,28 @@ public final class Linear {
      * @return a new layer on the same buffers; this one is unchanged
      */
     public Linear withProgrammaticDependentLaunch() {
-        return new Linear(this, epilogueGrid, workspace, true);
+        return new Linear(this, epilogueGrid, workspace, true, mathMode);
+    }
+
+    /**
+     * A copy of this layer whose sgemm computes in {@code mode} (see {@link Sgemm#withMathMode}).
+     *
+     * @param mode how to multiply; {@link MathMode#FP32} by default
+     * @return a new layer on the same buffers; this one is unchanged
+     * @throws NullPointerException if {@code mode} is null
+     */
+    public Linear withMathMode(MathMode mode) {
+        return new Linear(this, epilogueGrid, workspace, programmaticDependentLaunch,
+                Objects.requireNonNull(mode, "mode"));
+    }
+
+    /**
+     * How this layer's sgemm multiplies.
+     *
+     * @return the mode given to {@link #withMathMode}, else {@link MathMode#FP32}
+     */
+    public MathMode mathMode() {
+        return mathMode;
     }
 
     /**
@@ -168,8 +194,10 @@ public final class Linear {
         }
         MatrixChecks.requireFloats("x", x, (long) batch * inFeatures);
         MatrixChecks.requireFloats("y", y, (long) batch * outFeatures);
-        Sgemm sgemm = programmaticDependentLaunch ? kernels.sgemm().withProgrammaticDependentLaunch()
-                : kernels.sgemm();
+        Sgemm sgemm = kernels.sgemm().withMathMode(mathMode);
+        if (programmaticDependentLaunch) {
+            sgemm = sgemm.withProgrammaticDependentLaunch();
+        }
         switch (mode) {
             case FUSED -> sgemm.multiply(stream,
                     GemmOperands.biasRelu(batch, outFeatures, inFeatures, x, weight, true, bias, y), workspace);

@@ -66,7 +66,8 @@ public final class Mlp implements AutoCloseable {
             first = kernels.device().allocateFloats(activation);
             second = kernels.device().allocateFloats(activation);
             this.workspace = GemmWorkspace.allocate(kernels.device(), workspaceSize(kernels.gemmConfigs(),
-                    kernels.tuning(), kernels.multiprocessorCount(), widths, maxBatch));
+                    kernels.tuning(), kernels.multiprocessorCount(), widths,
+                    stack.stream().map(Linear::mathMode).toList(), maxBatch));
         } catch (RuntimeException e) {
             closeAll(first, second);
             throw e;
@@ -78,32 +79,39 @@ public final class Mlp implements AutoCloseable {
 
     /**
      * The workspace that holds every split-K launch the chooser plans for a fused layer of this
-     * stack at any batch up to {@code maxBatch}: the tuning table's instance (its tile, from the
-     * manifest) and slice count for each layer and batch, so that {@link Sgemm#choose} never has to
-     * cut slices to fit. Sized to those plans, not to the most slices at the largest batch and the
-     * smallest tile, which the table never pairs.
+     * stack at any batch up to {@code maxBatch} in the layer's math mode: the tuning table's instance
+     * (its tile, from the manifest) and slice count for each layer and batch, or the tensor-core plan
+     * ({@link Sgemm#tensorCorePlan}), so that {@link Sgemm#choose} never has to cut slices to fit.
+     * Sized to those plans, not to the most slices at the largest batch and the smallest tile, which
+     * the table never pairs.
      *
      * @param configs the shipped instances, as the manifest lists them
      * @param tuning the tuning table
      * @param multiprocessors the device's multiprocessor count, which scales the table's slices
      * @param widths the features between layers: layer i takes {@code widths[i]} and gives {@code widths[i + 1]}
+     * @param modes each layer's math mode
      * @param maxBatch the most rows a forward pass takes
      */
     static GemmWorkspace.Size workspaceSize(List<GemmConfig> configs, SgemmTuning tuning, int multiprocessors,
-            int[] widths, int maxBatch) {
+            int[] widths, List<MathMode> modes, int maxBatch) {
         GemmWorkspace.Size size = GemmWorkspace.Size.NONE;
         for (int layer = 0; layer + 1 < widths.length; layer++) {
             int in = widths[layer];
             int out = widths[layer + 1];
+            MathMode mode = modes.get(layer);
             for (int batch = 1; batch <= maxBatch; batch++) {
                 SgemmTuning.Entry entry = tuning.nearest(batch, out, in);
-                if (entry == null) {
-                    break; // above the table's largest batch nothing splits
+                // The layer's own buffers are aligned allocations; an unaligned x takes the tensor-core
+                // tile's 4-byte twin (same tile and slices) or, in FP32, the SIMT plan: both are held.
+                GemmConfig tensor = Sgemm.tensorCorePlan(configs, tuning, multiprocessors, mode, entry, batch, out,
+                        in, true, GemmConfig.Epilogue.BIAS_RELU, 0, 0);
+                if (tensor != null) {
+                    size = size.max(GemmWorkspace.Size.of(tensor, batch, out));
                 }
-                GemmConfig split = Sgemm.tuned(configs, tuning, multiprocessors, entry, in, true,
-                        GemmConfig.Epilogue.BIAS_RELU);
-                if (split != null) {
-                    size = size.max(GemmWorkspace.Size.of(split, batch, out));
+                GemmConfig simt = mode.tensorCores() || entry == null ? null
+                        : Sgemm.tuned(configs, tuning, multiprocessors, entry, in, true, GemmConfig.Epilogue.BIAS_RELU);
+                if (simt != null) {
+                    size = size.max(GemmWorkspace.Size.of(simt, batch, out));
                 }
             }
         }

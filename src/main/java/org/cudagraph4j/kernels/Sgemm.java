@@ -34,12 +34,22 @@ import org.cudagraph4j.LaunchConfig;
 public final class Sgemm {
     private static final int MAX_GRID_Y = 65535;
 
+    /**
+     * The least K for which {@link MathMode#FP32} may take a 3xTF32 instance: from K = 1024 its error
+     * was no worse than the SIMT kernel's on every data set measured (on the H200, 2026-12-01:
+     * normal, uniform and wide-exponent data, max and mean), at K = 256 and 512 it was worse on
+     * wide-exponent data.
+     */
+    static final int FP32_TENSOR_CORE_MIN_K = 1024;
+
     private final ShippedKernels kernels;
     private final boolean programmaticDependentLaunch;
+    private final MathMode mathMode;
 
-    Sgemm(ShippedKernels kernels, boolean programmaticDependentLaunch) {
+    Sgemm(ShippedKernels kernels, boolean programmaticDependentLaunch, MathMode mathMode) {
         this.kernels = kernels;
         this.programmaticDependentLaunch = programmaticDependentLaunch;
+        this.mathMode = mathMode;
     }
 
     /**
@@ -48,7 +58,29 @@ public final class Sgemm {
      * @return an Sgemm that launches with {@link LaunchConfig#withProgrammaticDependentLaunch()}
      */
     public Sgemm withProgrammaticDependentLaunch() {
-        return programmaticDependentLaunch ? this : new Sgemm(kernels, true);
+        return programmaticDependentLaunch ? this : new Sgemm(kernels, true, mathMode);
+    }
+
+    /**
+     * An Sgemm on the same kernels whose chosen instances compute in {@code mode}; pinned instances
+     * ({@link #multiply(CudaStream, GemmConfig, GemmOperands, GemmWorkspace)}) keep their own.
+     *
+     * @param mode how to multiply; {@link MathMode#FP32} by default
+     * @return an Sgemm that chooses in {@code mode}
+     * @throws NullPointerException if {@code mode} is null
+     */
+    public Sgemm withMathMode(MathMode mode) {
+        Objects.requireNonNull(mode, "mode");
+        return mode == mathMode ? this : new Sgemm(kernels, programmaticDependentLaunch, mode);
+    }
+
+    /**
+     * How the chosen instances multiply.
+     *
+     * @return the mode given to {@link #withMathMode}, else {@link MathMode#FP32}
+     */
+    public MathMode mathMode() {
+        return mathMode;
     }
 
     /**
@@ -221,6 +253,11 @@ public final class Sgemm {
     private GemmConfig choose(int m, int n, int k, boolean bTransposed, GemmConfig.Epilogue epilogue, DeviceBuffer a,
             DeviceBuffer b, GemmWorkspace workspace) {
         SgemmTuning.Entry entry = m >= 1 && n >= 1 && k >= 1 ? kernels.tuning().nearest(m, n, k) : null;
+        GemmConfig tensor = tensorCorePlan(kernels.gemmConfigs(), kernels.tuning(), kernels.multiprocessorCount(),
+                mathMode, entry, m, n, k, bTransposed, epilogue, a == null ? 0 : a.address(), b.address());
+        if (tensor != null) {
+            return fitSlices(workspace == null ? tensor.withSlices(1) : tensor, workspace, m, n);
+        }
         GemmConfig gemv = gemv(entry, k, bTransposed, epilogue, a, b);
         if (gemv != null) {
             return gemv;
@@ -229,11 +266,79 @@ public final class Sgemm {
         if (split == null || (workspace == null && split.slices() > 1)) {
             return chooseUnsplit(m, n, bTransposed, epilogue, b, bTransposed ? k : n);
         }
-        int slices = split.slices();
-        while (slices > 1 && !workspace.fits(split.withSlices(slices), m, n)) {
+        return fitSlices(split, workspace, m, n);
+    }
+
+    /** {@code config} with its slices cut until the workspace holds them (none to cut without one). */
+    private static GemmConfig fitSlices(GemmConfig config, GemmWorkspace workspace, int m, int n) {
+        int slices = config.slices();
+        while (slices > 1 && !workspace.fits(config.withSlices(slices), m, n)) {
             slices--;
         }
-        return split.withSlices(slices);
+        return config.withSlices(slices);
+    }
+
+    /**
+     * The tensor-core instance and slices for a problem, or null where {@code mode} takes a SIMT one.
+     * {@link MathMode#TF32X3} and {@link MathMode#TF32} always take one of their mode;
+     * {@link MathMode#FP32} takes a 3xTF32 one only where K is at least {@link #FP32_TENSOR_CORE_MIN_K},
+     * A and B allow 16-byte loads, and the tensor-core instance was measured faster: where the tuning
+     * table's entry for a skinny problem says so and lies within a factor of 2 of the problem in each
+     * dimension ({@link SgemmTuning.Entry#tensorCoresWinNear}), or, for a problem that is not skinny, where the large
+     * tensor-core tile fills every multiprocessor. In a tensor-core mode: that large tile where it fits the
+     * device and fills every multiprocessor and A and B allow 16-byte loads; else the small split-K
+     * tile (its 4-byte twin for unaligned operands), with the table entry's tensor-core slices where
+     * it has them, else 2 where its tiles leave multiprocessors idle (measured best at 128 and 256
+     * rows, widths 1024 and 4096), cut to K's k-tiles.
+     *
+     * @param configs the instances that run on the device
+     * @param entry the tuning table's entry nearest the problem, or null where it is not skinny
+     * @param aAddress A's device address, or 0 where it is an allocation's start (aligned)
+     * @throws IllegalStateException if a tensor-core mode has no instance for this epilogue and B layout
+     */
+    static GemmConfig tensorCorePlan(List<GemmConfig> configs, SgemmTuning tuning, int multiprocessors,
+            MathMode mode, SgemmTuning.Entry entry, int m, int n, int k, boolean bTransposed,
+            GemmConfig.Epilogue epilogue, long aAddress, long bAddress) {
+        boolean aligned = alignmentAllows(4, k, aAddress) && alignmentAllows(4, bTransposed ? k : n, bAddress);
+        MathMode math = mode;
+        if (mode == MathMode.FP32) {
+            if (k < FP32_TENSOR_CORE_MIN_K || !aligned) {
+                return null;
+            }
+            math = MathMode.TF32X3;
+        } else if (!mode.tensorCores()) {
+            return null;
+        }
+        MathMode kernelMath = math;
+        List<GemmConfig> candidates = configs.stream()
+                .filter(c -> c.math() == kernelMath && c.epilogue() == epilogue && c.bTransposed() == bTransposed)
+                .filter(c -> aligned || c.alignment() == 1)
+                .toList();
+        if (entry == null) {
+            GemmConfig large = candidates.stream().filter(c -> !c.splitK())
+                    .max(Comparator.comparingInt(c -> c.tileM() * c.tileN())).orElse(null);
+            if (large != null && large.grid(m, n).volume() >= multiprocessors) {
+                return large;
+            }
+        }
+        boolean measured = entry != null && entry.tensorCoresWinNear(m, n, k);
+        if (mode == MathMode.FP32 && !measured) {
+            return null;
+        }
+        GemmConfig split = candidates.stream().filter(GemmConfig::splitK)
+                .filter(c -> !measured
+                        || (c.tileM() == entry.tensorCoreTileM() && c.tileN() == entry.tensorCoreTileN()))
+                .max(Comparator.comparingInt(GemmConfig::alignment)).orElse(null);
+        if (split == null) {
+            if (mode == MathMode.FP32) {
+                return null;
+            }
+            throw new IllegalStateException("no shipped " + mode + " instance for epilogue " + epilogue
+                    + (bTransposed ? " with B transposed" : "") + " runs on this device");
+        }
+        int slices = measured ? tuning.tensorCoreSlicesFor(entry, multiprocessors)
+                : split.grid(m, n).volume() < multiprocessors ? 2 : 1;
+        return split.withSlices(Math.min(slices, split.maxSlices(k)));
     }
 
     /**
@@ -285,7 +390,8 @@ public final class Sgemm {
             return null;
         }
         return configs.stream()
-                .filter(c -> c.splitK() && c.epilogue() == epilogue && c.bTransposed() == bTransposed)
+                .filter(c -> c.math() == MathMode.SIMT_FP32 && c.splitK() && c.epilogue() == epilogue
+                        && c.bTransposed() == bTransposed)
                 .filter(c -> c.tileM() == entry.tileM() && c.tileN() == entry.tileN()
                         && c.reductionBatch() == entry.reductionBatch())
                 .findFirst()
@@ -324,8 +430,8 @@ public final class Sgemm {
     static GemmConfig chooseTiled(List<GemmConfig> configs, int multiprocessors, int m, int n, int ldb,
             boolean bTransposed, GemmConfig.Epilogue epilogue, long bAddress) {
         List<GemmConfig> candidates = configs.stream()
-                .filter(c -> c.mainloop() == GemmConfig.Mainloop.TILED && !c.splitK() && c.epilogue() == epilogue
-                        && c.bTransposed() == bTransposed)
+                .filter(c -> c.math() == MathMode.SIMT_FP32 && c.mainloop() == GemmConfig.Mainloop.TILED
+                        && !c.splitK() && c.epilogue() == epilogue && c.bTransposed() == bTransposed)
                 .filter(c -> alignmentAllows(c.alignment(), ldb, bAddress))
                 .toList();
         if (candidates.isEmpty()) {
@@ -364,6 +470,11 @@ public final class Sgemm {
         if (!fitsAlignment(config, operands.ldb(), operands.b())) {
             throw new IllegalArgumentException(config.kernelName() + " needs B's leading dimension (" + operands.ldb()
                     + ") and address to be multiples of " + config.alignment() + " floats");
+        }
+        if (config.math().tensorCores() && !alignmentAllows(config.alignmentA(), k, operands.a().address())) {
+            throw new IllegalArgumentException(config.kernelName() + " reads A " + config.alignmentA()
+                    + " floats at a time: it needs K (" + k + ") to be a multiple of " + config.alignmentA()
+                    + " and A to start " + Float.BYTES * config.alignmentA() + "-byte aligned");
         }
         if (config.mainloop() == GemmConfig.Mainloop.GEMV && !fitsGemv(k, operands.a())) {
             throw new IllegalArgumentException(config.kernelName() + " reads A 4 floats at a time: it needs K (" + k

@@ -19,17 +19,33 @@ final class SgemmTuning {
 
     /**
      * The best split-K launch measured for one (m, n, k): the instance by its tile and reduction batch;
-     * and the GEMV instance's tile where one ran faster still (0 x 0 where none did). A GEMV instance
-     * needs aligned operands: where they are not, the split-K launch is the fallback.
+     * the GEMV instance's tile where one ran faster still (0 x 0 where none did); and the 3xTF32
+     * split-K tile and slices where that ran faster than both (0 x 0 where it did not, or was not
+     * measured). GEMV and tensor-core instances need aligned operands: where they are not, the SIMT
+     * split-K launch is the fallback.
      */
     record Entry(int m, int n, int k, int tileM, int tileN, int reductionBatch, int slices, int gemvTileM,
-            int gemvTileN) {
+            int gemvTileN, int tensorCoreTileM, int tensorCoreTileN, int tensorCoreSlices) {
         Entry(int m, int n, int k, int tileM, int tileN, int reductionBatch, int slices) {
-            this(m, n, k, tileM, tileN, reductionBatch, slices, 0, 0);
+            this(m, n, k, tileM, tileN, reductionBatch, slices, 0, 0, 0, 0, 0);
         }
 
         boolean gemvWins() {
             return gemvTileM > 0;
+        }
+
+        boolean tensorCoresWin() {
+            return tensorCoreTileM > 0;
+        }
+
+        /**
+         * Whether the 3xTF32 launch won at this entry and (m, n, k) is within a factor of 2 of it in
+         * every dimension: the table's nearest entry may lie far from a problem, and the tensor-core
+         * tiles were measured to win only at the shapes recorded.
+         */
+        boolean tensorCoresWinNear(int m, int n, int k) {
+            return tensorCoresWin() && 2L * m >= this.m && 2L * n >= this.n && 2L * k >= this.k
+                    && m <= 2L * this.m && n <= 2L * this.n && k <= 2L * this.k;
         }
     }
 
@@ -62,9 +78,10 @@ final class SgemmTuning {
     }
 
     /**
-     * Lines "sms N", then "m n k tile slices us unsplit_us [gemv us]" (tab-separated), where tile is
-     * "tileMxtileN" for an instance that adds partials one slice at a time and "tileMxtileN_rB" for
-     * one with reduction batch B, and gemv, where present, is "gemv_tileMxtileN"; '#' starts a comment.
+     * Lines "sms N", then "m n k tile slices us unsplit_us [gemv us [3xtf32 slices us]]" (tab-separated),
+     * where tile is "tileMxtileN" for an instance that adds partials one slice at a time and
+     * "tileMxtileN_rB" for one with reduction batch B, gemv is "gemv_tileMxtileN" or "-" for none
+     * (its time then "-" too), and 3xtf32 is "3xtf32_tileMxtileN"; '#' starts a comment.
      */
     static SgemmTuning parse(String text) {
         int sms = 0;
@@ -88,16 +105,25 @@ final class SgemmTuning {
                 }
                 int[] tile = tile(instance[0], fields[3]);
                 int[] gemv = {0, 0};
-                if (fields.length > 7) {
+                if (fields.length > 7 && !fields[7].equals("-")) {
                     if (!fields[7].startsWith("gemv_")) {
                         throw new IllegalArgumentException("GEMV tile " + fields[7]);
                     }
                     gemv = tile(fields[7].substring("gemv_".length()), fields[7]);
                 }
+                int[] tensor = {0, 0};
+                int tensorSlices = 0;
+                if (fields.length > 9) {
+                    if (!fields[9].startsWith("3xtf32_") || fields.length != 12) {
+                        throw new IllegalArgumentException("3xTF32 tile " + fields[9]);
+                    }
+                    tensor = tile(fields[9].substring("3xtf32_".length()), fields[9]);
+                    tensorSlices = Integer.parseInt(fields[10]);
+                }
                 entries.add(new Entry(Integer.parseInt(fields[0]), Integer.parseInt(fields[1]),
                         Integer.parseInt(fields[2]), tile[0], tile[1],
                         instance.length == 2 ? Integer.parseInt(instance[1]) : 0, Integer.parseInt(fields[4]),
-                        gemv[0], gemv[1]));
+                        gemv[0], gemv[1], tensor[0], tensor[1], tensorSlices));
             } catch (RuntimeException e) {
                 throw new IllegalStateException(RESOURCE + " line " + number + " is malformed: " + line, e);
             }
@@ -139,6 +165,15 @@ final class SgemmTuning {
 
     /** The entry's slices for a GPU with this many multiprocessors: the table keeps blocks per multiprocessor. */
     int slicesFor(Entry entry, int gpuMultiprocessors) {
-        return Math.max(1, (int) Math.round((double) entry.slices() * gpuMultiprocessors / multiprocessors));
+        return scaled(entry.slices(), gpuMultiprocessors);
+    }
+
+    /** The entry's 3xTF32 slices, scaled as {@link #slicesFor}. */
+    int tensorCoreSlicesFor(Entry entry, int gpuMultiprocessors) {
+        return scaled(entry.tensorCoreSlices(), gpuMultiprocessors);
+    }
+
+    private int scaled(int slices, int gpuMultiprocessors) {
+        return Math.max(1, (int) Math.round((double) slices * gpuMultiprocessors / multiprocessors));
     }
 }

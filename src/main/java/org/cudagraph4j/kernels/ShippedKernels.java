@@ -34,7 +34,11 @@ public final class ShippedKernels implements AutoCloseable {
         this.device = device;
         this.image = image;
         this.library = library;
-        this.configs = manifest.gemmConfigs();
+        // Instances that need more shared memory than a block of this device may have (the large
+        // tensor-core tile on sm_86, sm_89 and sm_120) are left out, so that no choice can take them.
+        this.configs = manifest.gemmConfigs().stream()
+                .filter(c -> c.sharedMemBytes() <= properties.sharedMemPerBlockOptinBytes())
+                .toList();
         this.epilogueKernel = manifest.epilogueKernel();
         this.multiprocessorCount = properties.multiprocessorCount();
         this.tuning = SgemmTuning.load();
@@ -93,9 +97,9 @@ public final class ShippedKernels implements AutoCloseable {
     }
 
     /**
-     * The shipped sgemm instances.
+     * The shipped sgemm instances that run on this device.
      *
-     * @return every instance in the manifest, unmodifiable
+     * @return every instance in the manifest whose shared memory fits a block of the device, unmodifiable
      */
     public List<GemmConfig> gemmConfigs() {
         return configs;
@@ -107,7 +111,7 @@ public final class ShippedKernels implements AutoCloseable {
      * @return a new {@link Sgemm}, valid while these kernels are open
      */
     public Sgemm sgemm() {
-        return new Sgemm(this, false);
+        return new Sgemm(this, false, MathMode.FP32);
     }
 
     /**

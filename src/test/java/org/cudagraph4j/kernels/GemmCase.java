@@ -54,7 +54,7 @@ final class GemmCase implements AutoCloseable {
     /** Runs {@code config} (through {@code workspace}, which may be null) and compares with the reference. */
     void check(ShippedKernels kernels, CudaStream stream, GemmConfig config, GemmWorkspace workspace) {
         Reference.assertClose(expected(config.epilogue()), run(kernels, stream, config, workspace),
-                describe(config));
+                describe(config), Reference.tolerance(config));
     }
 
     /**

@@ -4,7 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -28,20 +30,18 @@ class MlpWorkspaceTest {
         for (int[] widths : STACKS) {
             for (int sms : MULTIPROCESSORS) {
                 for (int maxBatch : MAX_BATCHES) {
-                    GemmWorkspace.Size size = Mlp.workspaceSize(CONFIGS, TUNING, sms, widths, maxBatch);
+                    GemmWorkspace.Size size = Mlp.workspaceSize(CONFIGS, TUNING, sms, widths, fp32(widths), maxBatch);
                     GemmWorkspace.Size largest = GemmWorkspace.Size.NONE;
                     int splits = 0;
                     for (int layer = 0; layer + 1 < widths.length; layer++) {
                         for (int batch = 1; batch <= maxBatch; batch++) {
-                            GemmConfig split = planned(sms, batch, widths[layer + 1], widths[layer]);
-                            if (split == null) {
-                                continue;
+                            for (GemmConfig split : plans(sms, batch, widths[layer + 1], widths[layer])) {
+                                String what = Arrays.toString(widths) + " on " + sms + " SMs, layer " + layer + " batch "
+                                        + batch + ": " + split.kernelName() + " x" + split.slices() + " in " + size;
+                                assertTrue(size.holds(split, batch, widths[layer + 1]), what);
+                                largest = largest.max(GemmWorkspace.Size.of(split, batch, widths[layer + 1]));
+                                splits += split.slices() > 1 ? 1 : 0;
                             }
-                            String what = Arrays.toString(widths) + " on " + sms + " SMs, layer " + layer + " batch "
-                                    + batch + ": " + split.kernelName() + " x" + split.slices() + " in " + size;
-                            assertTrue(size.holds(split, batch, widths[layer + 1]), what);
-                            largest = largest.max(GemmWorkspace.Size.of(split, batch, widths[layer + 1]));
-                            splits += split.slices() > 1 ? 1 : 0;
                         }
                     }
                     assertEquals(largest, size, "no larger than the largest planned launch needs");
@@ -59,14 +59,14 @@ class MlpWorkspaceTest {
         assertEquals(16, split.slices());
         // 16 partial rows of 512, and one ticket for each of the 8 column tiles.
         assertEquals(new GemmWorkspace.Size(16 * 512, 8),
-                Mlp.workspaceSize(CONFIGS, TUNING, 132, new int[] {512, 512}, 1));
+                Mlp.workspaceSize(CONFIGS, TUNING, 132, new int[] {512, 512}, fp32(new int[] {512, 512}), 1));
     }
 
     @Test
     void batchesAboveTheTablesLargestAddNothing() {
         for (int[] widths : STACKS) {
-            assertEquals(Mlp.workspaceSize(CONFIGS, TUNING, 132, widths, 256),
-                    Mlp.workspaceSize(CONFIGS, TUNING, 132, widths, 4096), Arrays.toString(widths));
+            assertEquals(Mlp.workspaceSize(CONFIGS, TUNING, 132, widths, fp32(widths), 256),
+                    Mlp.workspaceSize(CONFIGS, TUNING, 132, widths, fp32(widths), 4096), Arrays.toString(widths));
         }
     }
 
@@ -80,7 +80,43 @@ class MlpWorkspaceTest {
         assertTrue(GemmWorkspace.Size.NONE.holds(split.withSlices(1), 256, 4096));
     }
 
-    /** The split-K launch the chooser takes for a fused layer where a workspace is given. */
+    @Test
+    void a3xTf32StackHoldsItsTensorCoreSplitsAtEveryBatch() {
+        int[] widths = {1024, 1024, 1024};
+        List<MathMode> modes = List.of(MathMode.TF32X3, MathMode.TF32X3);
+        GemmWorkspace.Size size = Mlp.workspaceSize(CONFIGS, TUNING, 132, widths, modes, 300);
+        for (int batch = 1; batch <= 300; batch++) {
+            GemmConfig plan = Sgemm.tensorCorePlan(CONFIGS, TUNING, 132, MathMode.TF32X3,
+                    TUNING.nearest(batch, 1024, 1024), batch, 1024, 1024, true, GemmConfig.Epilogue.BIAS_RELU, 0, 0);
+            assertEquals(MathMode.TF32X3, plan.math(), plan.kernelName());
+            assertTrue(size.holds(plan, batch, 1024), batch + ": " + plan.kernelName() + " x" + plan.slices());
+        }
+    }
+
+    private static List<MathMode> fp32(int[] widths) {
+        return Collections.nCopies(widths.length - 1, MathMode.FP32);
+    }
+
+    /**
+     * The split-K launches the chooser may take for an FP32 fused layer where a workspace is given:
+     * the tensor-core plan for aligned operands where it has one, and the SIMT table's launch.
+     */
+    private static List<GemmConfig> plans(int sms, int batch, int out, int in) {
+        SgemmTuning.Entry entry = TUNING.nearest(batch, out, in);
+        List<GemmConfig> plans = new ArrayList<>();
+        GemmConfig tensor = Sgemm.tensorCorePlan(CONFIGS, TUNING, sms, MathMode.FP32, entry, batch, out, in, true,
+                GemmConfig.Epilogue.BIAS_RELU, 0, 0);
+        if (tensor != null) {
+            plans.add(tensor);
+        }
+        GemmConfig simt = planned(sms, batch, out, in);
+        if (simt != null) {
+            plans.add(simt);
+        }
+        return plans;
+    }
+
+    /** The SIMT split-K launch the chooser takes for a fused layer where a workspace is given. */
     private static GemmConfig planned(int sms, int batch, int out, int in) {
         return Sgemm.tuned(CONFIGS, TUNING, sms, TUNING.nearest(batch, out, in), in, true,
                 GemmConfig.Epilogue.BIAS_RELU);

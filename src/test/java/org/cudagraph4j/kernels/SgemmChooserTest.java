@@ -2,18 +2,22 @@ package org.cudagraph4j.kernels;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
- * The rule that picks an unsplit tiled instance, on the shipped manifest and without a GPU: an
- * instance with 16-byte loads of B only where B's leading dimension and address allow them and it
- * measured faster than its align1 twin, which is taken otherwise.
+ * The rules that pick an instance, on the shipped manifest and tuning table and without a GPU: an
+ * unsplit SIMT instance with 16-byte loads of B only where B's leading dimension and address allow
+ * them and it measured faster than its align1 twin, which is taken otherwise; and the tensor-core
+ * plan of each math mode.
  */
 class SgemmChooserTest {
     private static final List<GemmConfig> CONFIGS = KernelManifest.load().gemmConfigs();
+    private static final SgemmTuning TUNING = SgemmTuning.load();
     private static final int H200_MULTIPROCESSORS = 132;
     /** A device address as cudaMalloc returns them: 256-byte aligned. */
     private static final long ALLOCATION = 0x7f3a_0000_0000L;
@@ -74,9 +78,9 @@ class SgemmChooserTest {
     }
 
     @Test
-    void everyAlign4TiledInstanceHasAnAlign1TwinToFallBackTo() {
-        List<GemmConfig> align4 = CONFIGS.stream()
-                .filter(c -> c.mainloop() == GemmConfig.Mainloop.TILED && c.alignment() == 4).toList();
+    void everyAlign4SimtTiledInstanceHasAnAlign1TwinToFallBackTo() {
+        List<GemmConfig> align4 = CONFIGS.stream().filter(c -> c.math() == MathMode.SIMT_FP32
+                && c.mainloop() == GemmConfig.Mainloop.TILED && c.alignment() == 4).toList();
         assertEquals(6, align4.size(), "large tile ttt and tnt, seed tile tnt, both epilogues: " + align4);
         for (GemmConfig config : align4) {
             String twin = config.kernelName().replace("_align4_", "_align1_");
@@ -86,5 +90,77 @@ class SgemmChooserTest {
                     config.stages(), config.threads(), config.sharedMemBytes(), config.bTransposed(), 1,
                     config.splitK(), 1, config.reductionBatch()), fallback, "same tile, launch and shared memory");
         }
+    }
+
+    @Test
+    void everyTensorCoreModeLayoutAndEpilogueHasASplitKInstanceForAnyOperands() {
+        for (MathMode mode : new MathMode[] {MathMode.TF32X3, MathMode.TF32}) {
+            for (boolean bTransposed : new boolean[] {false, true}) {
+                for (GemmConfig.Epilogue epilogue : GemmConfig.Epilogue.values()) {
+                    assertTrue(CONFIGS.stream().anyMatch(c -> c.math() == mode && c.bTransposed() == bTransposed
+                            && c.epilogue() == epilogue && c.splitK() && c.alignment() == 1 && c.alignmentA() == 1),
+                            mode + " " + epilogue + (bTransposed ? " tnt" : " ttt"));
+                }
+            }
+        }
+    }
+
+    @Test
+    void fp32TakesTheLargeTensorCoreTileOnlyFromK1024WithAlignedOperandsThatFillTheGpu() {
+        GemmConfig large = tensor(MathMode.FP32, 4096, 4096, 4096, ALLOCATION, ALLOCATION);
+        assertEquals("cg4j_tensorop_3xtf32_sgemm_f32_128x128x32_3_tnt_align4_bias_f32_relu", large.kernelName());
+        assertNull(tensor(MathMode.FP32, 4096, 4096, 512, ALLOCATION, ALLOCATION), "K below 1024: SIMT");
+        assertNull(tensor(MathMode.FP32, 4096, 4096, 4096, ALLOCATION + 4, ALLOCATION), "A not 16-byte aligned");
+        assertNull(tensor(MathMode.FP32, 4096, 4096, 4098, ALLOCATION, ALLOCATION), "lda not a multiple of 4");
+        assertNull(tensor(MathMode.FP32, 1024, 1024, 4096, ALLOCATION, ALLOCATION), "64 tiles leave SMs idle");
+        assertNull(tensor(MathMode.SIMT_FP32, 4096, 4096, 4096, ALLOCATION, ALLOCATION));
+    }
+
+    @Test
+    void fp32TakesTheTablesTensorCoreSplitOnlyNearTheShapeWhereItWon() {
+        GemmConfig split = tensor(MathMode.FP32, 128, 4096, 4096, ALLOCATION, ALLOCATION);
+        assertEquals("cg4j_tensorop_3xtf32_sgemm_f32_64x64x32_4_tnt_align4_bias_f32_relu_splitk", split.kernelName());
+        assertEquals(2, split.slices());
+        assertNull(tensor(MathMode.FP32, 128, 1024, 1024, ALLOCATION, ALLOCATION), "SIMT won at width 1024");
+        assertNull(tensor(MathMode.FP32, 8, 4096, 4096, ALLOCATION, ALLOCATION), "not measured at 8 rows");
+    }
+
+    @Test
+    void tensorCoreModesAlwaysTakeTheirOwnInstancesAndAlign1ForUnalignedOperands() {
+        for (MathMode mode : new MathMode[] {MathMode.TF32X3, MathMode.TF32}) {
+            GemmConfig large = tensor(mode, 4096, 4096, 4096, ALLOCATION, ALLOCATION);
+            assertEquals(mode, large.math());
+            assertEquals(128, large.tileM());
+            GemmConfig skinny = tensor(mode, 1, 512, 512, ALLOCATION, ALLOCATION);
+            assertEquals(mode, skinny.math());
+            assertEquals(2, skinny.slices(), "8 tiles of 64 columns leave the SMs idle");
+            GemmConfig odd = tensor(mode, 4096, 4096, 4095, ALLOCATION, ALLOCATION);
+            assertEquals(1, odd.alignment(), "K = 4095: A's rows are not 16-byte aligned");
+            assertEquals(1, odd.slices(), "4096 tiles fill the SMs");
+            assertEquals(1, tensor(mode, 7, 9, 3, ALLOCATION, ALLOCATION).slices(), "K of one k-tile");
+        }
+    }
+
+    @Test
+    void aTensorCoreModeWithoutItsInstancesOnThisDeviceNamesWhatIsMissing() {
+        List<GemmConfig> simtOnly = CONFIGS.stream().filter(c -> c.math() == MathMode.SIMT_FP32).toList();
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> Sgemm.tensorCorePlan(simtOnly, TUNING,
+                H200_MULTIPROCESSORS, MathMode.TF32X3, null, 64, 64, 64, true, GemmConfig.Epilogue.BIAS_RELU, 0, 0));
+        assertTrue(e.getMessage().contains("TF32X3"), e.getMessage());
+    }
+
+    @Test
+    void theSmallSharedMemoryOfSm86LeavesTheLargeTensorCoreTileOut() {
+        // ShippedKernels drops instances above the device's opt-in shared memory (99 KB on sm_86).
+        List<GemmConfig> sm86 = CONFIGS.stream().filter(c -> c.sharedMemBytes() <= 99 * 1024).toList();
+        GemmConfig config = Sgemm.tensorCorePlan(sm86, TUNING, 84, MathMode.TF32X3, null, 4096, 4096, 4096, true,
+                GemmConfig.Epilogue.BIAS_RELU, 0, 0);
+        assertEquals(64, config.tileM());
+        assertEquals(1, config.slices());
+    }
+
+    private static GemmConfig tensor(MathMode mode, int m, int n, int k, long a, long b) {
+        return Sgemm.tensorCorePlan(CONFIGS, TUNING, H200_MULTIPROCESSORS, mode, TUNING.nearest(m, n, k), m, n, k, true,
+                GemmConfig.Epilogue.BIAS_RELU, a, b);
     }
 }

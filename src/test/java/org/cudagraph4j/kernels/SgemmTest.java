@@ -41,7 +41,7 @@ class SgemmTest {
             Set<GemmConfig.Epilogue> checked = EnumSet.noneOf(GemmConfig.Epilogue.class);
             for (GemmConfig config : gpu.kernels().gemmConfigs()) {
                 if (config.bTransposed() != bTransposed || (config.alignment() > 1 && (bTransposed ? k : n)
-                        % config.alignment() != 0)) {
+                        % config.alignment() != 0) || k % config.alignmentA() != 0) {
                     continue;
                 }
                 checked.add(config.epilogue());

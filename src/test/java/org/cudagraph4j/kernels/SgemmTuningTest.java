@@ -1,6 +1,7 @@
 package org.cudagraph4j.kernels;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -16,16 +17,33 @@ class SgemmTuningTest {
             1\t512\t512\t16x64\t8
             32\t512\t512\t32x32\t16\t9.4\t22.7\tgemv_8x8\t4.9
             128\t512\t512\t32x32_r4\t4
-            256\t4096\t4096\t64x64_r2\t2
+            256\t4096\t4096\t64x64_r2\t2\t254.4\t289.9\t-\t-\t3xtf32_64x64\t1\t189.8
             """);
 
     @Test
     void theNearestShapeIsFoundByRatiosAndLargeProblemsAreNotSkinny() {
-        assertEquals(new SgemmTuning.Entry(32, 512, 512, 32, 32, 0, 16, 8, 8), TABLE.nearest(30, 600, 480));
+        assertEquals(new SgemmTuning.Entry(32, 512, 512, 32, 32, 0, 16, 8, 8, 0, 0, 0), TABLE.nearest(30, 600, 480));
         assertEquals(new SgemmTuning.Entry(1, 512, 512, 16, 64, 0, 8), TABLE.nearest(2, 512, 512));
         assertEquals(new SgemmTuning.Entry(128, 512, 512, 32, 32, 4, 4), TABLE.nearest(100, 512, 512));
-        assertEquals(new SgemmTuning.Entry(256, 4096, 4096, 64, 64, 2, 2), TABLE.nearest(200, 3000, 5000));
+        assertEquals(new SgemmTuning.Entry(256, 4096, 4096, 64, 64, 2, 2, 0, 0, 64, 64, 1),
+                TABLE.nearest(200, 3000, 5000));
         assertNull(TABLE.nearest(257, 512, 512), "above the table's largest m nothing is split");
+    }
+
+    @Test
+    void a3xTf32ColumnNamesTheTensorCoreTileAndSlicesAndCountsOnlyNearItsShape() {
+        SgemmTuning.Entry entry = TABLE.nearest(256, 4096, 4096);
+        assertTrue(entry.tensorCoresWin());
+        assertEquals(1, TABLE.tensorCoreSlicesFor(entry, 132));
+        assertEquals(2, TABLE.tensorCoreSlicesFor(entry, 264), "slices scale with the multiprocessors");
+        assertTrue(entry.tensorCoresWinNear(128, 2048, 8192));
+        assertFalse(entry.tensorCoresWinNear(256, 1024, 4096), "a quarter of the measured width is too far");
+        assertFalse(TABLE.nearest(1, 512, 512).tensorCoresWin());
+        for (String row : new String[] {"-\t-\t64x64\t1\t9.0", "-\t-\t3xtf32_64\t1\t9.0", "-\t-\t3xtf32_64x64\t1"}) {
+            IllegalStateException e = assertThrows(IllegalStateException.class,
+                    () -> SgemmTuning.parse("sms\t132\n1\t512\t512\t16x64\t8\t5.5\t22.3\t" + row + "\n"), row);
+            assertTrue(e.getMessage().contains("line 2 is malformed"), e.getMessage());
+        }
     }
 
     @Test
@@ -67,13 +85,13 @@ class SgemmTuningTest {
             assertTrue(c.kernelName().startsWith("cg4j_simt_gemv_f32_" + c.tileM() + "x" + c.tileN() + "x128_"), c.kernelName());
         }
         IllegalArgumentException split = assertThrows(IllegalArgumentException.class, () -> new GemmConfig("g",
-                GemmConfig.Epilogue.BIAS_RELU, 8, 8, 128, 1, 128, 0, true, 4, true, 1, 0, GemmConfig.Mainloop.GEMV));
+                GemmConfig.Epilogue.BIAS_RELU, 8, 8, 128, 1, 128, 0, true, 4, true, 1, 0, GemmConfig.Mainloop.GEMV, MathMode.SIMT_FP32));
         assertEquals("g: a GEMV instance reads B stored [N, K] 4 floats at a time and does not split K",
                 split.getMessage());
         assertThrows(IllegalArgumentException.class, () -> new GemmConfig("g", GemmConfig.Epilogue.BIAS_RELU, 8, 8,
-                128, 1, 128, 0, false, 4, false, 1, 0, GemmConfig.Mainloop.GEMV));
+                128, 1, 128, 0, false, 4, false, 1, 0, GemmConfig.Mainloop.GEMV, MathMode.SIMT_FP32));
         assertThrows(IllegalArgumentException.class, () -> new GemmConfig("g", GemmConfig.Epilogue.BIAS_RELU, 8, 8,
-                128, 1, 128, 0, true, 1, false, 1, 0, GemmConfig.Mainloop.GEMV));
+                128, 1, 128, 0, true, 1, false, 1, 0, GemmConfig.Mainloop.GEMV, MathMode.SIMT_FP32));
     }
 
     @Test

@@ -105,7 +105,8 @@ class InferenceEngineGpuTest {
     }
 
     /**
-     * 64 threads submit 1,000 requests each (20 under a sanitizer, which slows the GPU a hundredfold),
+     * 64 threads submit 1,000 requests each (20 under a sanitizer, which slows the GPU a hundredfold, and
+     * 2 under racecheck, which slows the shared-memory kernels a thousandfold),
      * of 1 to 300 rows (above the ladder's largest bucket, a request is split), at most 16 in flight
      * per thread. Rows are drawn from a pool whose float64 answers are computed once, so that every
      * row of every answer is checked against its own reference: no cross-talk within a batch.
@@ -114,7 +115,7 @@ class InferenceEngineGpuTest {
     @EnumSource(CapturePolicy.class)
     void manyThreadsGetTheirOwnRowsRightAcrossTheSwitchToGraphs(CapturePolicy policy) throws Exception {
         int threadCount = 64;
-        int requestsPerThread = TestData.underSanitizer() ? 20 : 1000;
+        int requestsPerThread = TestData.underRacecheck() ? 2 : TestData.underSanitizer() ? 20 : 1000;
         ServingOptions options = ServingOptions.defaults().withLadder(LADDER).withCapturePolicy(policy).withLanes(2)
                 // Correctness only (deadlines have CPU tests): under racecheck, requests took longer
                 // than the default 30 s deadline on the H200.

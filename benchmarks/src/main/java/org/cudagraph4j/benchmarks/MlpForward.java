@@ -10,6 +10,7 @@ import org.cudagraph4j.graph.CudaGraph;
 import org.cudagraph4j.graph.GraphExec;
 import org.cudagraph4j.graph.StreamCapture;
 import org.cudagraph4j.kernels.Linear;
+import org.cudagraph4j.kernels.MathMode;
 import org.cudagraph4j.kernels.Mlp;
 import org.cudagraph4j.kernels.ShippedKernels;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -34,7 +35,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * or after {@value #PIPELINED} ({@code graphPipelined}, reported per forward). Native twin:
  * {@code kernels/test/skinny_test.cu}; PyTorch twin: {@code native/mlp_torch.py}; cuBLASLt baseline:
  * {@code native/mlp_cublaslt.cu}. The defaults keep the main run short (18 trials); the twins' whole
- * grid is {@code -p width=512,1024,4096 -p batch=1,8,32,128,256}.
+ * grid is {@code -p width=512,1024,4096 -p batch=1,8,32,128,256}; {@code -p math=FP32,TF32X3} adds 3xTF32
+ * on the tensor cores.
  */
 @BenchmarkMode(Mode.SampleTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
@@ -55,6 +57,10 @@ public class MlpForward {
     @Param({"false", "true"})
     boolean pdl;
 
+    /** How each layer multiplies: FP32 (the default choice), or 3xTF32 (TF32X3) on the tensor cores. */
+    @Param({"FP32"})
+    MathMode math;
+
     private Gpu gpu;
     private ShippedKernels kernels;
     private final List<DeviceBuffer> buffers = new ArrayList<>();
@@ -74,6 +80,7 @@ public class MlpForward {
         for (int l = 0; l < LAYERS; l++) {
             Linear layer = new Linear(kernels, random(width * width, heBound, random), random(width, 0.1, random),
                     width, width);
+            layer = layer.withMathMode(math);
             layers.add(pdl ? layer.withProgrammaticDependentLaunch() : layer);
         }
         mlp = new Mlp(kernels, layers, batch);
