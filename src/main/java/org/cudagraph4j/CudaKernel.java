@@ -2,6 +2,7 @@ package org.cudagraph4j;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import java.util.Objects;
 import org.cudagraph4j.error.CudaException;
 import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Graphs;
@@ -115,38 +116,43 @@ public final class CudaKernel {
     }
 
     /**
-     * Launches with arguments prepared by {@link #arguments}; allocates nothing.
+     * Launches on {@code stream} with arguments prepared by {@link #arguments}; allocates nothing.
      *
-     * @param config the grid, block, dynamic shared memory and stream
+     * @param stream the stream to queue the launch on; its device runs the kernel
+     * @param config the grid, block, dynamic shared memory and launch attributes
      * @param arguments arguments prepared for this kernel
-     * @throws IllegalArgumentException if {@code arguments} were prepared for another kernel, or a buffer
+     * @throws IllegalArgumentException if {@code arguments} were prepared for another kernel, a buffer
      *     among them is on a device that the stream's device cannot reach (neither its own nor a peer
-     *     with {@linkplain CudaDevice#enablePeerAccess access enabled})
-     * @throws IllegalStateException if the arguments, or a buffer among them, have been closed:
+     *     with {@linkplain CudaDevice#enablePeerAccess access enabled}), or a cluster or cooperative
+     *     shape cannot run on the stream's device
+     * @throws NullPointerException if {@code stream} or {@code config} is null
+     * @throws IllegalStateException if the stream, the arguments, or a buffer among them, have been closed:
      *     a launch never touches freed memory
      */
-    public void launch(LaunchConfig config, KernelArguments arguments) {
+    public void launch(CudaStream stream, LaunchConfig config, KernelArguments arguments) {
+        Objects.requireNonNull(stream, "stream");
+        Objects.requireNonNull(config, "config");
         if (arguments.kernel() != this) {
             throw new IllegalArgumentException("arguments were prepared for kernel " + arguments.kernel().symbol()
                     + ", not " + symbol);
         }
         Dim3 grid = config.grid();
         Dim3 block = config.block();
-        MemorySegment stream = config.stream().handle();
-        CaptureTracker.Capture<?> capture = CaptureTracker.of(config.stream().captureSlot());
-        MemorySegment pointers = arguments.pointers(config.stream().device().ordinal(),
+        MemorySegment streamHandle = stream.handle();
+        CaptureTracker.Capture<?> capture = CaptureTracker.of(stream.captureSlot());
+        MemorySegment pointers = arguments.pointers(stream.device().ordinal(),
                 capture == null ? null : capture.allocations());
         if (config.cluster() != null || config.cooperative()) {
-            launchWithAttributes(config, pointers, stream);
+            launchWithAttributes(stream.device(), streamHandle, config, pointers);
         } else if (config.programmaticDependentLaunch()) {
             Libraries.launchProgrammatic(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
-                    config.sharedMemBytes(), pointers, stream, symbol);
+                    config.sharedMemBytes(), pointers, streamHandle, symbol);
         } else {
             Libraries.launch(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
-                    config.sharedMemBytes(), pointers, stream, symbol);
+                    config.sharedMemBytes(), pointers, streamHandle, symbol);
         }
         if (capture != null) {
-            recordCapturedLaunch(capture, config, arguments, stream);
+            recordCapturedLaunch(capture, config, arguments, streamHandle);
         }
     }
 
@@ -154,25 +160,26 @@ public final class CudaKernel {
      * A cluster or cooperative launch: checked against the device first, so that a GPU that cannot
      * run it says so by name rather than with the runtime's generic refusal.
      */
-    private void launchWithAttributes(LaunchConfig config, MemorySegment pointers, MemorySegment stream) {
+    private void launchWithAttributes(CudaDevice device, MemorySegment stream, LaunchConfig config,
+            MemorySegment pointers) {
         Dim3 grid = config.grid();
         Dim3 block = config.block();
         Dim3 cluster = config.cluster();
         if (cluster != null) {
-            int clusters = maxActiveClusters(config);
+            int clusters = maxActiveClusters(device, stream, config);
             if (clusters == 0) {
                 throw new IllegalArgumentException("kernel " + symbol + " cannot run in clusters of " + cluster
                         + " blocks of " + block + " threads and " + config.sharedMemBytes() + " bytes of shared memory on "
-                        + config.stream().device() + ": no such cluster fits (portable clusters have at most "
+                        + device + ": no such cluster fits (portable clusters have at most "
                         + MAX_PORTABLE_CLUSTER_BLOCKS + " blocks)");
             }
         }
         if (config.cooperative()) {
             long blocks = grid.volume();
-            int most = maxCooperativeBlocks(config.stream().device(), block, config.sharedMemBytes());
+            int most = maxCooperativeBlocks(device, block, config.sharedMemBytes());
             if (blocks > most) {
                 throw new IllegalArgumentException("a cooperative launch of kernel " + symbol + " needs all " + blocks
-                        + " blocks of " + grid + " resident at once, but " + config.stream().device() + " holds at most "
+                        + " blocks of " + grid + " resident at once, but " + device + " holds at most "
                         + most + " blocks of " + block + " threads and " + config.sharedMemBytes()
                         + " bytes of shared memory");
             }
@@ -184,21 +191,26 @@ public final class CudaKernel {
     }
 
     /**
-     * How many thread-block clusters of {@code config}'s shape can be resident on its stream's device
-     * at once ({@code cudaOccupancyMaxActiveClusters}).
+     * How many thread-block clusters of {@code config}'s shape can be resident on {@code device} at
+     * once ({@code cudaOccupancyMaxActiveClusters}).
      *
+     * @param device the device to launch on
      * @param config a launch with a {@linkplain LaunchConfig#withCluster cluster} shape
      * @return the number of clusters; 0 if that shape cannot run at all, or has more than
      *     {@value #MAX_PORTABLE_CLUSTER_BLOCKS} blocks
      * @throws IllegalArgumentException if {@code config} has no cluster shape
      * @throws UnsupportedOperationException if the device has no thread-block clusters (before sm_90)
      */
-    public int maxActiveClusters(LaunchConfig config) {
+    public int maxActiveClusters(CudaDevice device, LaunchConfig config) {
+        // The default stream of the device made current: the query queues nothing.
+        return maxActiveClusters(device, MemorySegment.NULL, config);
+    }
+
+    private int maxActiveClusters(CudaDevice device, MemorySegment stream, LaunchConfig config) {
         Dim3 cluster = config.cluster();
         if (cluster == null) {
             throw new IllegalArgumentException("the launch configuration has no cluster shape: use withCluster");
         }
-        CudaDevice device = config.stream().device();
         Devices.use(device.ordinal());
         if (!Devices.supportsClusterLaunch(device.ordinal())) {
             throw new UnsupportedOperationException(device + " (compute capability " + device.properties().major()
@@ -210,7 +222,7 @@ public final class CudaKernel {
         Dim3 grid = config.grid();
         Dim3 block = config.block();
         return Libraries.maxActiveClusters(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
-                config.sharedMemBytes(), config.stream().handle(), cluster.x(), cluster.y(), cluster.z(), symbol);
+                config.sharedMemBytes(), stream, cluster.x(), cluster.y(), cluster.z(), symbol);
     }
 
     /**
@@ -241,30 +253,37 @@ public final class CudaKernel {
     private void recordCapturedLaunch(CaptureTracker.Capture<?> capture, LaunchConfig config,
             KernelArguments arguments, MemorySegment stream) {
         List<Lifetime> uses = arguments.uses();
-        // A KernelLaunch does not describe clusters or cooperative launch: such a node keeps them in
-        // the graph, but is not recorded as one whose launch this library could save or re-create.
+        // A kernel node added through this library carries no cluster shape or cooperative launch:
+        // such a captured node keeps them in the graph, but is not recorded as one whose launch this
+        // library could save or re-create.
         long node = config.cluster() != null || config.cooperative() ? 0 : Graphs.capturedNode(stream);
         if (node != 0) {
-            capture.recordKernelNode(node, uses, new KernelLaunch(this, config.grid(), config.block(),
-                    config.sharedMemBytes(), arguments.values()));
+            // Programmatic dependent launch is the graph's programmatic edge into the node, not the node's.
+            LaunchConfig shape = config.programmaticDependentLaunch()
+                    ? LaunchConfig.of(config.grid(), config.block(), config.sharedMemBytes())
+                    : config;
+            capture.recordKernelNode(node, uses, new KernelLaunch(this, shape, arguments.values()));
         } else {
             capture.use(uses);
         }
     }
 
     /**
-     * Checks the arguments and launches once; the arguments' native copy is freed on return.
+     * Checks the arguments and launches once on {@code stream}; the arguments' native copy is freed
+     * on return.
      *
-     * @param config the grid, block, dynamic shared memory and stream
+     * @param stream the stream to queue the launch on; its device runs the kernel
+     * @param config the grid, block, dynamic shared memory and launch attributes
      * @param arguments one per kernel parameter, as for {@link #arguments(Object...)}
-     * @throws IllegalArgumentException if the arguments do not match the parameters, or a buffer among them
-     *     is on a device that the stream's device cannot reach
-     * @throws IllegalStateException if a buffer among the arguments has been closed
+     * @throws IllegalArgumentException if the arguments do not match the parameters, a buffer among them
+     *     is on a device that the stream's device cannot reach, or a cluster or cooperative shape cannot
+     *     run on the stream's device
+     * @throws IllegalStateException if the stream or a buffer among the arguments has been closed
      */
-    public void launch(LaunchConfig config, Object... arguments) {
+    public void launch(CudaStream stream, LaunchConfig config, Object... arguments) {
         // A confined arena: closing a shared one costs a handshake with every thread.
         try (KernelArguments prepared = new KernelArguments(this, arguments, false)) {
-            launch(config, prepared);
+            launch(stream, config, prepared);
         }
     }
 

@@ -3,7 +3,10 @@ package org.cudagraph4j;
 import java.util.Objects;
 
 /**
- * How to launch a kernel: grid, block, dynamic shared memory and the stream to queue it on.
+ * The shape of a kernel launch: grid, block, dynamic shared memory, and the launch attributes.
+ * The stream is not part of it: it is given where the launch is queued,
+ * {@link CudaKernel#launch(CudaStream, LaunchConfig, Object...)} or {@link KernelLaunch#launch(CudaStream)},
+ * so that one configuration serves launches on any stream.
  *
  * <p>{@link #shape()} prints it the way the CUDA docs and the graph diagram do:
  * {@code <<<{32,20},64,19200>>>}.
@@ -20,18 +23,20 @@ import java.util.Objects;
  * {@link #withCooperativeLaunch() cooperative launch} guarantees that every block of the grid is
  * resident at once, so that the grid can synchronize on the device
  * ({@code cooperative_groups::this_grid().sync()}). {@link CudaKernel#launch} checks both against
- * the device before launching, and captures keep them in the graph's kernel node.
+ * the stream's device before launching, and captures keep them in the graph's kernel node.
+ *
+ * <p>Thread safety: immutable and safe to share; one configuration may serve launches from several
+ * threads at once.
  *
  * @param grid blocks in the grid
  * @param block threads in a block; at most 1024 in all
  * @param sharedMemBytes dynamic shared memory per block, in bytes
- * @param stream the stream the launch is ordered on
  * @param programmaticDependentLaunch whether to launch with programmatic stream serialization
  * @param cluster blocks per thread-block cluster, or {@code null} for no clusters
  * @param cooperative whether to launch cooperatively, every block resident at once
  */
-public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream stream,
-        boolean programmaticDependentLaunch, Dim3 cluster, boolean cooperative) {
+public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, boolean programmaticDependentLaunch,
+        Dim3 cluster, boolean cooperative) {
     /** The most threads a block may have on every GPU this library supports. */
     public static final int MAX_THREADS_PER_BLOCK = 1024;
 
@@ -41,19 +46,23 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream
      * @param grid blocks in the grid
      * @param block threads in a block; at most {@value #MAX_THREADS_PER_BLOCK} in all
      * @param sharedMemBytes dynamic shared memory per block, in bytes; not negative
-     * @param stream the stream the launch is ordered on
      * @param programmaticDependentLaunch whether to launch with programmatic stream serialization
      * @param cluster blocks per thread-block cluster, or {@code null} for no clusters
      * @param cooperative whether to launch cooperatively, every block resident at once
-     * @throws NullPointerException if {@code grid}, {@code block} or {@code stream} is {@code null}
+     * @throws NullPointerException if {@code grid} or {@code block} is {@code null}
      * @throws IllegalArgumentException if the block has more than {@value #MAX_THREADS_PER_BLOCK} threads,
      *     {@code sharedMemBytes} is negative, or the grid is not a whole number of clusters
      */
     public LaunchConfig {
         Objects.requireNonNull(grid, "grid");
         Objects.requireNonNull(block, "block");
-        Objects.requireNonNull(stream, "stream");
-        checkShape(block, sharedMemBytes);
+        if (block.volume() > MAX_THREADS_PER_BLOCK) {
+            throw new IllegalArgumentException("a block has at most " + MAX_THREADS_PER_BLOCK + " threads, but "
+                    + block + " has " + block.volume());
+        }
+        if (sharedMemBytes < 0) {
+            throw new IllegalArgumentException("sharedMemBytes must not be negative, got " + sharedMemBytes);
+        }
         if (cluster != null && (grid.x() % cluster.x() != 0 || grid.y() % cluster.y() != 0
                 || grid.z() % cluster.z() != 0)) {
             throw new IllegalArgumentException("the grid " + grid + " is not a whole number of clusters " + cluster
@@ -62,76 +71,30 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream
     }
 
     /**
-     * The checks every launch shape passes, here and in {@link KernelLaunch}.
-     *
-     * @throws IllegalArgumentException if the block has more than {@value #MAX_THREADS_PER_BLOCK} threads,
-     *     or {@code sharedMemBytes} is negative
-     */
-    static void checkShape(Dim3 block, int sharedMemBytes) {
-        if (block.volume() > MAX_THREADS_PER_BLOCK) {
-            throw new IllegalArgumentException("a block has at most " + MAX_THREADS_PER_BLOCK + " threads, but "
-                    + block + " has " + block.volume());
-        }
-        if (sharedMemBytes < 0) {
-            throw new IllegalArgumentException("sharedMemBytes must not be negative, got " + sharedMemBytes);
-        }
-    }
-
-    /**
-     * A configuration without clusters or cooperative launch.
+     * Makes a configuration without launch attributes.
      *
      * @param grid blocks in the grid
      * @param block threads in a block; at most {@value #MAX_THREADS_PER_BLOCK} in all
      * @param sharedMemBytes dynamic shared memory per block, in bytes; not negative
-     * @param stream the stream the launch is ordered on
-     * @param programmaticDependentLaunch whether to launch with programmatic stream serialization
-     * @throws NullPointerException if {@code grid}, {@code block} or {@code stream} is {@code null}
-     * @throws IllegalArgumentException if the block has too many threads, or {@code sharedMemBytes} is negative
-     */
-    public LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream stream,
-            boolean programmaticDependentLaunch) {
-        this(grid, block, sharedMemBytes, stream, programmaticDependentLaunch, null, false);
-    }
-
-    /**
-     * A configuration without programmatic dependent launch.
-     *
-     * @param grid blocks in the grid
-     * @param block threads in a block; at most {@value #MAX_THREADS_PER_BLOCK} in all
-     * @param sharedMemBytes dynamic shared memory per block, in bytes; not negative
-     * @param stream the stream the launch is ordered on
-     * @throws NullPointerException if {@code grid}, {@code block} or {@code stream} is {@code null}
-     * @throws IllegalArgumentException if the block has too many threads, or {@code sharedMemBytes} is negative
-     */
-    public LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream stream) {
-        this(grid, block, sharedMemBytes, stream, false, null, false);
-    }
-
-    /**
-     * Makes a configuration, as the constructor does.
-     *
-     * @param grid blocks in the grid
-     * @param block threads in a block; at most {@value #MAX_THREADS_PER_BLOCK} in all
-     * @param sharedMemBytes dynamic shared memory per block, in bytes; not negative
-     * @param stream the stream the launch is ordered on
      * @return the configuration
+     * @throws NullPointerException if {@code grid} or {@code block} is {@code null}
      * @throws IllegalArgumentException if the block has too many threads, or {@code sharedMemBytes} is negative
      */
-    public static LaunchConfig of(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream stream) {
-        return new LaunchConfig(grid, block, sharedMemBytes, stream, false, null, false);
+    public static LaunchConfig of(Dim3 grid, Dim3 block, int sharedMemBytes) {
+        return new LaunchConfig(grid, block, sharedMemBytes, false, null, false);
     }
 
     /**
-     * Makes a configuration without dynamic shared memory.
+     * Makes a configuration without dynamic shared memory or launch attributes.
      *
      * @param grid blocks in the grid
      * @param block threads in a block; at most {@value #MAX_THREADS_PER_BLOCK} in all
-     * @param stream the stream the launch is ordered on
      * @return the configuration, with {@code sharedMemBytes} 0
+     * @throws NullPointerException if {@code grid} or {@code block} is {@code null}
      * @throws IllegalArgumentException if the block has too many threads
      */
-    public static LaunchConfig of(Dim3 grid, Dim3 block, CudaStream stream) {
-        return new LaunchConfig(grid, block, 0, stream, false, null, false);
+    public static LaunchConfig of(Dim3 grid, Dim3 block) {
+        return new LaunchConfig(grid, block, 0, false, null, false);
     }
 
     /**
@@ -143,7 +106,7 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream
      * @return a copy of this configuration that launches with programmatic stream serialization
      */
     public LaunchConfig withProgrammaticDependentLaunch() {
-        return new LaunchConfig(grid, block, sharedMemBytes, stream, true, cluster, cooperative);
+        return new LaunchConfig(grid, block, sharedMemBytes, true, cluster, cooperative);
     }
 
     /**
@@ -157,7 +120,7 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream
      * @throws IllegalArgumentException if the grid is not a whole number of clusters
      */
     public LaunchConfig withCluster(Dim3 cluster) {
-        return new LaunchConfig(grid, block, sharedMemBytes, stream, programmaticDependentLaunch,
+        return new LaunchConfig(grid, block, sharedMemBytes, programmaticDependentLaunch,
                 Objects.requireNonNull(cluster, "cluster"), cooperative);
     }
 
@@ -169,7 +132,7 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, CudaStream
      * @return a copy of this configuration with cooperative launch
      */
     public LaunchConfig withCooperativeLaunch() {
-        return new LaunchConfig(grid, block, sharedMemBytes, stream, programmaticDependentLaunch, cluster, true);
+        return new LaunchConfig(grid, block, sharedMemBytes, programmaticDependentLaunch, cluster, true);
     }
 
     /** {@return the launch shape in CUDA's notation, e.g. {@code <<<{256,2},{8,32},0>>>}} */

@@ -1,12 +1,12 @@
 package org.cudagraph4j;
 
+import static org.cudagraph4j.FaultChecks.CONFIG;
 import static org.cudagraph4j.FaultChecks.N;
 import static org.cudagraph4j.FaultChecks.THREAD_TIMEOUT;
 import static org.cudagraph4j.FaultChecks.assertExecWritesPattern;
 import static org.cudagraph4j.FaultChecks.assertHealthy;
 import static org.cudagraph4j.FaultChecks.assertSaxpyComputesOn;
 import static org.cudagraph4j.FaultChecks.assertStreamRecoveredFromCapture;
-import static org.cudagraph4j.FaultChecks.config;
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -141,7 +141,7 @@ class CaptureFaultTest {
             CudaGraph graph;
             DeviceBuffer allocatedElsewhere;
             try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.THREAD_LOCAL)) {
-                gpu.writePattern().launch(config(gpu.stream()), out, N, 2f, 1f);
+                gpu.writePattern().launch(gpu.stream(), CONFIG, out, N, 2f, 1f);
                 allocatedElsewhere = onAnotherPlatformThread(() -> gpu.device().allocateFloats(N));
                 graph = capture.end();
             }
@@ -163,7 +163,7 @@ class CaptureFaultTest {
         DeviceBuffer scratch;
         try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.RELAXED)) {
             scratch = gpu.device().allocateFloats(N);
-            gpu.writePattern().launch(config(gpu.stream()), scratch, N, 0.25f, 8f);
+            gpu.writePattern().launch(gpu.stream(), CONFIG, scratch, N, 0.25f, 8f);
             graph = capture.end();
         }
         try (scratch; graph; GraphExec exec = graph.instantiate()) {
@@ -178,7 +178,7 @@ class CaptureFaultTest {
         try (DeviceBuffer out = gpu.device().allocateFloats(N)) {
             StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL);
             try (capture) {
-                gpu.writePattern().launch(config(gpu.stream()), out, N, 1f, 0f);
+                gpu.writePattern().launch(gpu.stream(), CONFIG, out, N, 1f, 0f);
                 StreamCaptureException e = assertThrows(StreamCaptureException.class,
                         () -> onAnotherPlatformThread(() -> {
                             capture.end().close();
@@ -207,7 +207,7 @@ class CaptureFaultTest {
                         () -> StreamCapture.begin(gpu.stream(), CaptureMode.RELAXED).close());
                 assertEquals("stream is already capturing: GLOBAL capture on " + gpu.stream(), e.getMessage());
                 assertEquals(CaptureStatus.ACTIVE, gpu.stream().captureStatus());
-                gpu.writePattern().launch(config(gpu.stream()), out, N, 2f, 7f);
+                gpu.writePattern().launch(gpu.stream(), CONFIG, out, N, 2f, 7f);
                 graph = capture.end();
             }
             try (graph; GraphExec exec = graph.instantiate()) {
@@ -226,7 +226,7 @@ class CaptureFaultTest {
             try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
                 fork.record(gpu.stream());
                 side.waitFor(fork);
-                gpu.writePattern().launch(config(side), out, N, 1f, 0f);
+                gpu.writePattern().launch(side, CONFIG, out, N, 1f, 0f);
                 e = assertThrows(StreamCaptureException.class, capture::end);
             }
             assertCaptureRefusal(e, "cudaStreamEndCapture", CaptureMode.GLOBAL, gpu.stream());

@@ -31,7 +31,7 @@ class CompressedFatbinGpuTest {
                 DeviceBuffer da = TestData.upload(device, a);
                 DeviceBuffer db = TestData.upload(device, b)) {
             assertTrue(library.kernelNames().containsAll(List.of("k0", "k7", "k11")), library.kernelNames().toString());
-            library.kernel("k7").launch(LaunchConfig.of(Dim3.of((n + 255) / 256), Dim3.of(256), stream), da, db, n);
+            library.kernel("k7").launch(stream, LaunchConfig.of(Dim3.of((n + 255) / 256), Dim3.of(256)), da, db, n);
             stream.synchronize();
             float[] result = da.toFloatArray();
             for (int i = 0; i < n; i++) {

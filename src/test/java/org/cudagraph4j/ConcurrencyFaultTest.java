@@ -81,8 +81,8 @@ class ConcurrencyFaultTest {
             // Equivalent parameters: the same kernel and arguments; a grid-stride loop makes any shape
             // write the same values.
             List<KernelLaunch> equivalents = List.of(original,
-                    original.withLaunchShape(Dim3.of(7), Dim3.of(128), 0),
-                    original.withLaunchShape(Dim3.of(3), Dim3.of(1024), 0));
+                    original.withConfig(LaunchConfig.of(Dim3.of(7), Dim3.of(128))),
+                    original.withConfig(LaunchConfig.of(Dim3.of(3), Dim3.of(1024))));
             AtomicBoolean launching = new AtomicBoolean(true);
             AtomicInteger updates = new AtomicInteger();
             CyclicBarrier start = new CyclicBarrier(9);

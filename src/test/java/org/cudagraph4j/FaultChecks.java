@@ -27,6 +27,8 @@ final class FaultChecks {
     static final int N = 10_007;
     static final int THREADS_PER_BLOCK = 256;
     static final Duration THREAD_TIMEOUT = Duration.ofMinutes(2);
+    /** The launch shape of the fault tests' kernels: 40 blocks of {@value #THREADS_PER_BLOCK} threads. */
+    static final LaunchConfig CONFIG = LaunchConfig.of(Dim3.of(40), Dim3.of(THREADS_PER_BLOCK));
 
     private FaultChecks() {}
 
@@ -56,7 +58,7 @@ final class FaultChecks {
             dx.copyFrom(x);
             dy.memset(0xFF);
             dy.copyFrom(y);
-            gpu.saxpy().launch(LaunchConfig.of(Dim3.of(blocksFor(n)), Dim3.of(THREADS_PER_BLOCK), on), n, a, dx, dy);
+            gpu.saxpy().launch(on, LaunchConfig.of(Dim3.of(blocksFor(n)), Dim3.of(THREADS_PER_BLOCK)), n, a, dx, dy);
             on.synchronize();
             float[] result = TestData.nans(n);
             dy.copyTo(result);
@@ -76,9 +78,6 @@ final class FaultChecks {
         return (n + THREADS_PER_BLOCK - 1) / THREADS_PER_BLOCK;
     }
 
-    static LaunchConfig config(CudaStream on) {
-        return LaunchConfig.of(Dim3.of(40), Dim3.of(THREADS_PER_BLOCK), on);
-    }
 
     /** out[i] = i * scale + offset, exactly (the scales used keep every product exact). */
     static void assertPattern(float[] values, float scale, float offset, String what) {
@@ -120,8 +119,7 @@ final class FaultChecks {
     /** write_pattern(out, N, scale, offset) as a one-node graph. */
     static CudaGraph patternGraph(GpuFixture gpu, DeviceBuffer out, float scale, float offset) {
         CudaGraph graph = CudaGraph.create();
-        graph.addKernel(KernelLaunch.of(gpu.writePattern(), Dim3.of(40), Dim3.of(THREADS_PER_BLOCK), 0, out, N,
-                scale, offset));
+        graph.addKernel(KernelLaunch.of(gpu.writePattern(), CONFIG, out, N, scale, offset));
         return graph;
     }
 

@@ -1,7 +1,7 @@
 package org.cudagraph4j;
 
+import static org.cudagraph4j.FaultChecks.CONFIG;
 import static org.cudagraph4j.FaultChecks.N;
-import static org.cudagraph4j.FaultChecks.THREADS_PER_BLOCK;
 import static org.cudagraph4j.FaultChecks.assertExecWritesPattern;
 import static org.cudagraph4j.FaultChecks.assertHealthy;
 import static org.cudagraph4j.FaultChecks.patternGraph;
@@ -63,8 +63,7 @@ class GraphUpdateFaultTest {
             try (DeviceBuffer dy = gpu.device().allocateFloats(N)) {
                 try (CudaGraph otherKernel = CudaGraph.create()) {
                     dx.copyFrom(x);
-                    otherKernel.addKernel(KernelLaunch.of(gpu.saxpy(), Dim3.of(40), Dim3.of(THREADS_PER_BLOCK), 0,
-                            N, 2f, dx, dy));
+                    otherKernel.addKernel(KernelLaunch.of(gpu.saxpy(), CONFIG, N, 2f, dx, dy));
                     // cudaGraphExecUpdate accepts another function in the same context (since CUDA 11.2):
                     // the executable then runs saxpy, and holds saxpy's buffers.
                     exec.update(otherKernel);
@@ -101,11 +100,9 @@ class GraphUpdateFaultTest {
     void updateKernelNodeWithAMemsetNodeIsRefusedNamingTheNodeType() {
         try (DeviceBuffer out = gpu.device().allocateFloats(N); CudaGraph graph = CudaGraph.create()) {
             GraphNode memset = graph.addMemset(out, 0xFF);
-            graph.addKernel(KernelLaunch.of(gpu.writePattern(), Dim3.of(40), Dim3.of(THREADS_PER_BLOCK), 0, out, N,
-                    0.5f, 6f), memset);
+            graph.addKernel(KernelLaunch.of(gpu.writePattern(), CONFIG, out, N, 0.5f, 6f), memset);
             try (GraphExec exec = graph.instantiate()) {
-                KernelLaunch params = KernelLaunch.of(gpu.writePattern(), Dim3.of(40), Dim3.of(THREADS_PER_BLOCK),
-                        0, out, N, 2f, 0f);
+                KernelLaunch params = KernelLaunch.of(gpu.writePattern(), CONFIG, out, N, 2f, 0f);
                 IllegalStateException e = assertThrows(IllegalStateException.class,
                         () -> exec.updateKernelNode(memset, params));
                 assertEquals("node 0 is a MEMSET node, not KERNEL", e.getMessage());

@@ -88,7 +88,7 @@ public final class ImageFuzz {
                 DeviceBuffer dx = device.allocateFloats(n); DeviceBuffer dy = device.allocateFloats(n)) {
             dx.copyFrom(x);
             dy.copyFrom(y);
-            library.kernel("saxpy").launch(LaunchConfig.of(Dim3.of(256), Dim3.of(256), stream), n, a, dx, dy);
+            library.kernel("saxpy").launch(stream, LaunchConfig.of(Dim3.of(256), Dim3.of(256)), n, a, dx, dy);
             stream.synchronize();
             float[] result = dy.toFloatArray();
             for (int i = 0; i < n; i++) {

@@ -1,11 +1,10 @@
 package org.cudagraph4j;
 
+import static org.cudagraph4j.FaultChecks.CONFIG;
 import static org.cudagraph4j.FaultChecks.N;
-import static org.cudagraph4j.FaultChecks.THREADS_PER_BLOCK;
 import static org.cudagraph4j.FaultChecks.assertAllNaN;
 import static org.cudagraph4j.FaultChecks.assertHealthy;
 import static org.cudagraph4j.FaultChecks.assertPattern;
-import static org.cudagraph4j.FaultChecks.config;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -70,7 +69,7 @@ class KernelArgumentFaultTest {
         try (DeviceBuffer out = gpu.device().allocateFloats(N)) {
             out.memset(0xFF);
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> gpu.writePattern().launch(config(gpu.stream()), bad.arguments().apply(out)));
+                    () -> gpu.writePattern().launch(gpu.stream(), CONFIG, bad.arguments().apply(out)));
             assertEquals(bad.message(), e.getMessage());
             gpu.stream().synchronize();
             assertAllNaN(out, "a refused launch");
@@ -95,7 +94,7 @@ class KernelArgumentFaultTest {
     @MethodSource("badWritePatternArguments")
     void graphKernelNodeRefusesBadArgumentsAndAddsNoNode(BadArguments bad) {
         try (DeviceBuffer out = gpu.device().allocateFloats(N); CudaGraph graph = CudaGraph.create()) {
-            KernelLaunch params = new KernelLaunch(gpu.writePattern(), Dim3.of(40), Dim3.of(THREADS_PER_BLOCK), 0,
+            KernelLaunch params = new KernelLaunch(gpu.writePattern(), CONFIG,
                     Arrays.asList(bad.arguments().apply(out)));
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> graph.addKernel(params));
@@ -119,7 +118,7 @@ class KernelArgumentFaultTest {
             assertEquals(List.of(out, N, 0.5f, 2f), arguments.values());
 
             out.memset(0xFF);
-            gpu.writePattern().launch(config(gpu.stream()), arguments);
+            gpu.writePattern().launch(gpu.stream(), CONFIG, arguments);
             gpu.stream().synchronize();
             assertPattern(out.toFloatArray(), 0.5f, 2f, "launch after refused sets");
         }
@@ -132,7 +131,7 @@ class KernelArgumentFaultTest {
                 KernelArguments arguments = gpu.writePattern().arguments(out, N, 1f, 0f)) {
             out.memset(0xFF);
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> gpu.saxpy().launch(config(gpu.stream()), arguments));
+                    () -> gpu.saxpy().launch(gpu.stream(), CONFIG, arguments));
             assertEquals("arguments were prepared for kernel write_pattern, not saxpy", e.getMessage());
             gpu.stream().synchronize();
             assertAllNaN(out, "a launch with another kernel's arguments");
@@ -151,7 +150,7 @@ class KernelArgumentFaultTest {
             try (DeviceBuffer survivor = gpu.device().allocateFloats(N)) {
                 survivor.memset(0xFF);
                 IllegalStateException e = assertThrows(IllegalStateException.class,
-                        () -> gpu.writePattern().launch(config(gpu.stream()), arguments));
+                        () -> gpu.writePattern().launch(gpu.stream(), CONFIG, arguments));
                 assertEquals("kernel write_pattern, argument 0: " + doomedName
                         + " is closed; a launch must not touch freed memory", e.getMessage());
                 gpu.stream().synchronize();
@@ -169,8 +168,7 @@ class KernelArgumentFaultTest {
         doomed.close();
         try (CudaGraph graph = CudaGraph.create()) {
             IllegalStateException e = assertThrows(IllegalStateException.class, () -> graph.addKernel(
-                    KernelLaunch.of(gpu.writePattern(), Dim3.of(40), Dim3.of(THREADS_PER_BLOCK), 0, doomed, N, 1f,
-                            0f)));
+                    KernelLaunch.of(gpu.writePattern(), CONFIG, doomed, N, 1f, 0f)));
             assertEquals(doomedName + " is closed", e.getMessage());
             assertTrue(graph.nodes().isEmpty());
         }

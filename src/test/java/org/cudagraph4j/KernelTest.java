@@ -38,7 +38,7 @@ class KernelTest {
         float offset = (float) (TestData.newSeed() % 1000) / 7;
         try (DeviceBuffer out = device.allocateFloats(n)) {
             out.memset(0xFF);
-            library.kernel("write_pattern").launch(LaunchConfig.of(Dim3.of(120), Dim3.of(256), stream), out, n, scale,
+            library.kernel("write_pattern").launch(stream, LaunchConfig.of(Dim3.of(120), Dim3.of(256)), out, n, scale,
                     offset);
             stream.synchronize();
 
@@ -60,10 +60,10 @@ class KernelTest {
                 KernelArguments args = saxpy.arguments(n, 2.0f, dx, dy)) {
             dx.copyFrom(x);
             dy.copyFrom(y);
-            LaunchConfig config = LaunchConfig.of(Dim3.of(16), Dim3.of(256), stream);
-            saxpy.launch(config, args);
+            LaunchConfig config = LaunchConfig.of(Dim3.of(16), Dim3.of(256));
+            saxpy.launch(stream, config, args);
             args.set(1, -0.5f);
-            saxpy.launch(config, args);
+            saxpy.launch(stream, config, args);
             stream.synchronize();
 
             float[] expected = new float[n];
@@ -89,12 +89,12 @@ class KernelTest {
     void wrongArgumentsAreRejectedBeforeTheLaunch() {
         CudaKernel kernel = library.kernel("write_pattern");
         try (DeviceBuffer out = device.allocateFloats(16)) {
-            LaunchConfig config = LaunchConfig.of(Dim3.of(1), Dim3.of(32), stream);
+            LaunchConfig config = LaunchConfig.of(Dim3.of(1), Dim3.of(32));
             IllegalArgumentException count = assertThrows(IllegalArgumentException.class,
-                    () -> kernel.launch(config, out, 16, 1.0f));
+                    () -> kernel.launch(stream, config, out, 16, 1.0f));
             assertEquals("kernel write_pattern takes 4 parameters but 3 arguments were given", count.getMessage());
             IllegalArgumentException size = assertThrows(IllegalArgumentException.class,
-                    () -> kernel.launch(config, out, 16L, 1.0f, 0.0f));
+                    () -> kernel.launch(stream, config, out, 16L, 1.0f, 0.0f));
             assertEquals("kernel write_pattern, parameter 1 is 4 bytes but the argument is a Long (8 bytes)",
                     size.getMessage());
         }
@@ -105,7 +105,7 @@ class KernelTest {
         try (DeviceBuffer out = device.allocateFloats(16)) {
             int tooMuchShared = 1 << 30;
             CudaException e = assertThrows(CudaException.class, () -> library.kernel("write_pattern").launch(
-                    LaunchConfig.of(Dim3.of(1), Dim3.of(32), tooMuchShared, stream), out, 16, 1.0f, 0.0f));
+                    stream, LaunchConfig.of(Dim3.of(1), Dim3.of(32), tooMuchShared), out, 16, 1.0f, 0.0f));
             assertEquals("cudaLaunchKernel", e.function());
             assertTrue(e.getMessage().contains("kernel write_pattern"), e.getMessage());
             // The stream is still usable, and the failure does not linger as the last error.

@@ -89,7 +89,7 @@ class MemoryPoolTest {
             stream.synchronize(); // the host rewrites the pinned buffer next
             MemorySegment.copy(y, 0, host, ValueLayout.JAVA_FLOAT, 0, n);
             dy.copyFromAsync(host, stream);
-            saxpy.launch(config(n), n, a, dx, dy);
+            saxpy.launch(stream, config(n), n, a, dx, dy);
             stream.synchronize();
             host.fill((byte) 0xFF); // NaN everywhere: a copy that did not happen shows
             dy.copyToAsync(host, stream);
@@ -107,7 +107,7 @@ class MemoryPoolTest {
     void aSynchronousCopyWaitsForWorkQueuedOnTheBuffersStream() {
         int n = 1 << 22;
         try (DeviceBuffer out = stream.allocate(ElementType.FLOAT32, n)) {
-            writePattern.launch(config(n), out, n, 0.25f, 7f);
+            writePattern.launch(stream, config(n), out, n, 0.25f, 7f);
             float[] result = TestData.nans(n);
             out.copyTo(result); // no stream.synchronize(): the copy itself must wait for the kernel
             for (int i = 0; i < n; i += 997) {
@@ -279,7 +279,7 @@ class MemoryPoolTest {
             allocating.synchronize();
             CudaGraph graph;
             try (StreamCapture capture = StreamCapture.begin(allocating, CaptureMode.GLOBAL)) {
-                writePattern.launch(LaunchConfig.of(Dim3.of(64), Dim3.of(256), allocating), scratch, n, 2f, -1f);
+                writePattern.launch(allocating, LaunchConfig.of(Dim3.of(64), Dim3.of(256)), scratch, n, 2f, -1f);
                 out.copyFromAsync(scratch, allocating);
                 graph = capture.end();
             }
@@ -315,12 +315,12 @@ class MemoryPoolTest {
         long buffers = Cuda.liveResources().deviceBuffers();
         DeviceBuffer scratch = stream.allocate(ElementType.FLOAT32, n);
         try (KernelArguments arguments = writePattern.arguments(scratch, n, 1f, 0f)) {
-            writePattern.launch(config(n), arguments);
+            writePattern.launch(stream, config(n), arguments);
             assertEquals(n - 1f, scratch.toFloatArray()[n - 1]);
             scratch.close();
             assertEquals(buffers, Cuda.liveResources().deviceBuffers(), "prepared arguments do not hold buffers");
             IllegalStateException e = assertThrows(IllegalStateException.class,
-                    () -> writePattern.launch(config(n), arguments));
+                    () -> writePattern.launch(stream, config(n), arguments));
             assertTrue(e.getMessage().contains("is closed"), e.getMessage());
         }
     }
@@ -330,7 +330,7 @@ class MemoryPoolTest {
         int n = 4096;
         CudaStream allocating = device.createStream();
         DeviceBuffer buffer = allocating.allocate(ElementType.FLOAT32, n);
-        writePattern.launch(LaunchConfig.of(Dim3.of(16), Dim3.of(256), allocating), buffer, n, 1f, 0f);
+        writePattern.launch(allocating, LaunchConfig.of(Dim3.of(16), Dim3.of(256)), buffer, n, 1f, 0f);
         allocating.close();
         assertThrows(IllegalStateException.class, allocating::handle);
         float[] result = buffer.toFloatArray(); // waits for the closed stream's kernel
@@ -397,7 +397,7 @@ class MemoryPoolTest {
                 assertTrue(refused.getMessage().contains("is capturing: allocate with CudaStream.allocate"),
                         refused.getMessage());
                 assertEquals(CaptureStatus.ACTIVE, stream.captureStatus());
-                writePattern.launch(LaunchConfig.of(Dim3.of(4), Dim3.of(256), stream), out, n, 1f, 5f);
+                writePattern.launch(stream, LaunchConfig.of(Dim3.of(4), Dim3.of(256)), out, n, 1f, 5f);
                 graph = capture.end();
             }
             assertEquals(0, pool.statistics().usedBytes(), "nothing was allocated");
@@ -419,7 +419,7 @@ class MemoryPoolTest {
             DeviceBuffer scratch = pool.allocateFloats(stream, n);
             CudaGraph graph;
             try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
-                writePattern.launch(LaunchConfig.of(Dim3.of(8), Dim3.of(256), stream), out, n, 3f, 0f);
+                writePattern.launch(stream, LaunchConfig.of(Dim3.of(8), Dim3.of(256)), out, n, 3f, 0f);
                 scratch.close(); // a cudaFreeAsync here would invalidate the capture
                 assertFalse(scratch.isOpen());
                 assertEquals(CaptureStatus.ACTIVE, stream.captureStatus());
@@ -472,6 +472,6 @@ class MemoryPoolTest {
     }
 
     private LaunchConfig config(int n) {
-        return LaunchConfig.of(Dim3.of(Math.min((n + 255) / 256, 1024)), Dim3.of(256), stream);
+        return LaunchConfig.of(Dim3.of(Math.min((n + 255) / 256, 1024)), Dim3.of(256));
     }
 }

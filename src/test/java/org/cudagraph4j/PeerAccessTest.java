@@ -82,7 +82,7 @@ class PeerAccessTest {
         home.makeCurrent();
         try (CudaLibrary library = TestData.testKernels(); CudaStream stream = home.createStream();
                 DeviceBuffer onPeer = TestData.upload(peer, x); DeviceBuffer local = TestData.upload(home, y)) {
-            library.kernel("saxpy").launch(LaunchConfig.of(Dim3.of(256), Dim3.of(256), stream), N, 2f, onPeer,
+            library.kernel("saxpy").launch(stream, LaunchConfig.of(Dim3.of(256), Dim3.of(256)), N, 2f, onPeer,
                     local);
             stream.synchronize();
             float[] result = local.toFloatArray();

@@ -19,9 +19,9 @@ public final class PeerRefusalProbe {
         float[] y = TestData.randomFloats(N, seed + 1);
         try (CudaLibrary library = TestData.testKernels(); CudaStream stream = home.createStream();
                 DeviceBuffer onPeer = TestData.upload(peer, x); DeviceBuffer local = TestData.upload(home, y)) {
-            LaunchConfig config = LaunchConfig.of(Dim3.of(N / 256), Dim3.of(256), stream);
+            LaunchConfig config = LaunchConfig.of(Dim3.of(N / 256), Dim3.of(256));
             try {
-                library.kernel("saxpy").launch(config, N, 2f, onPeer, local);
+                library.kernel("saxpy").launch(stream, config, N, 2f, onPeer, local);
                 System.out.println("FAIL: launched with a buffer of device 1 and no peer access");
                 System.exit(1);
             } catch (IllegalArgumentException refused) {
@@ -40,7 +40,7 @@ public final class PeerRefusalProbe {
                 System.exit(0);
             }
             home.enablePeerAccess(peer);
-            library.kernel("saxpy").launch(config, N, 2f, onPeer, local);
+            library.kernel("saxpy").launch(stream, config, N, 2f, onPeer, local);
             stream.synchronize();
             float[] result = local.toFloatArray();
             for (int i = 0; i < N; i++) {

@@ -36,7 +36,7 @@ class ReliabilityTest {
     final GpuFixture gpu = new GpuFixture();
 
     private LaunchConfig config(int n) {
-        return LaunchConfig.of(Dim3.of(Math.min((n + 255) / 256, 1024)), Dim3.of(256), gpu.stream());
+        return LaunchConfig.of(Dim3.of(Math.min((n + 255) / 256, 1024)), Dim3.of(256));
     }
 
     // Defect 2: use-after-free through prepared arguments.
@@ -51,7 +51,7 @@ class ReliabilityTest {
             try (DeviceBuffer live = gpu.device().allocateFloats(n)) {
                 live.memset(0xFF);
                 IllegalStateException refused = assertThrows(IllegalStateException.class,
-                        () -> gpu.writePattern().launch(config(n), arguments));
+                        () -> gpu.writePattern().launch(gpu.stream(), config(n), arguments));
                 assertEquals("kernel write_pattern, argument 0: " + closed + " is closed; a launch must not touch"
                         + " freed memory", refused.getMessage());
                 gpu.stream().synchronize();
@@ -68,7 +68,8 @@ class ReliabilityTest {
         closed.close();
         long before = Cuda.liveResources().kernelArguments();
         for (int i = 0; i < 1000; i++) {
-            assertThrows(IllegalStateException.class, () -> gpu.writePattern().launch(config(64), closed, 64, 1f, 0f));
+            assertThrows(IllegalStateException.class,
+                    () -> gpu.writePattern().launch(gpu.stream(), config(64), closed, 64, 1f, 0f));
         }
         assertEquals(before, Cuda.liveResources().kernelArguments());
         assertFalse(KernelArguments.threadScratchTaken(), "each refused launch gave its thread's block back");
@@ -80,7 +81,7 @@ class ReliabilityTest {
         closed.close();
         try (CudaGraph graph = CudaGraph.create()) {
             IllegalStateException refused = assertThrows(IllegalStateException.class, () -> graph.addKernel(
-                    KernelLaunch.of(gpu.writePattern(), Dim3.of(1), Dim3.of(64), 0, closed, 64, 1f, 0f)));
+                    KernelLaunch.of(gpu.writePattern(), LaunchConfig.of(Dim3.of(1), Dim3.of(64)), closed, 64, 1f, 0f)));
             assertEquals(closed + " is closed", refused.getMessage());
             assertEquals(0, graph.nodes().size());
         }
@@ -97,7 +98,7 @@ class ReliabilityTest {
         CudaGraph graph;
         try (DeviceBuffer out = gpu.device().allocateFloats(n)) {
             try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
-                own.kernel("write_pattern").launch(config(n), scratch, n, 0.5f, 3f);
+                own.kernel("write_pattern").launch(gpu.stream(), config(n), scratch, n, 0.5f, 3f);
                 out.copyFromAsync(scratch, gpu.stream());
                 graph = capture.end();
             }
@@ -142,7 +143,7 @@ class ReliabilityTest {
         // before the kernel node upstream has run, and would call a fresh scratch uninitialized.
         scratch.memset(0xFF);
         CudaGraph graph = CudaGraph.create();
-        GraphNode write = graph.addKernel(KernelLaunch.of(writePattern, Dim3.of(16), Dim3.of(256), 0,
+        GraphNode write = graph.addKernel(KernelLaunch.of(writePattern, LaunchConfig.of(Dim3.of(16), Dim3.of(256)),
                 scratch, n, scale, 0f));
         graph.addMemcpy(out, scratch, write);
         if (closeScratch) {
@@ -166,7 +167,7 @@ class ReliabilityTest {
         long floats = GIB / Float.BYTES;
         LiveResources start = Cuda.liveResources();
         DeviceBuffer current = gpu.device().allocateFloats(floats);
-        KernelLaunch first = KernelLaunch.of(gpu.writePattern(), Dim3.of(1024), Dim3.of(256), 0, current,
+        KernelLaunch first = KernelLaunch.of(gpu.writePattern(), LaunchConfig.of(Dim3.of(1024), Dim3.of(256)), current,
                 (int) floats, 1f, 0f);
         CudaGraph built;
         if (captured) {
@@ -218,8 +219,8 @@ class ReliabilityTest {
                     // memcpy node's source at launch, before the kernel node upstream has run.
                     scratch.memset(0xFF);
                     try (CudaGraph graph = CudaGraph.create()) {
-                        GraphNode write = graph.addKernel(KernelLaunch.of(gpu.writePattern(), Dim3.of(1024),
-                                Dim3.of(256), 0, scratch, n, (float) update, 0f));
+                        GraphNode write = graph.addKernel(KernelLaunch.of(gpu.writePattern(),
+                                LaunchConfig.of(Dim3.of(1024), Dim3.of(256)), scratch, n, (float) update, 0f));
                         graph.addMemcpy(out, scratch.slice(0, 4), write);
                         scratch.close();
                         if (exec == null) {
@@ -282,12 +283,12 @@ class ReliabilityTest {
         long seed = TestData.newSeed();
         try (DeviceBuffer source = gpu.device().allocateFloats(n); DeviceBuffer copy = gpu.device().allocateFloats(n);
                 DeviceBuffer y = gpu.device().allocateFloats(n)) {
-            gpu.writePattern().launch(config(n), source, n, 1f, (float) (seed % 97));
+            gpu.writePattern().launch(gpu.stream(), config(n), source, n, 1f, (float) (seed % 97));
             gpu.stream().synchronize();
             copy.memset(0xFF);
             y.memset(0);
             copy.copyFrom(source);
-            gpu.saxpy().launch(config(n), n, 1f, copy, y);
+            gpu.saxpy().launch(gpu.stream(), config(n), n, 1f, copy, y);
             gpu.stream().synchronize();
             float[] tail = new float[1024];
             y.slice(n - tail.length, tail.length).copyTo(tail);
@@ -301,11 +302,11 @@ class ReliabilityTest {
     void aKernelQueuedAfterASynchronousMemsetSeesIt() {
         int n = 64 << 20;
         try (DeviceBuffer x = gpu.device().allocateFloats(n); DeviceBuffer y = gpu.device().allocateFloats(n)) {
-            gpu.writePattern().launch(config(n), x, n, 1f, 1f);
+            gpu.writePattern().launch(gpu.stream(), config(n), x, n, 1f, 1f);
             gpu.stream().synchronize();
             y.memset(0);
             x.memset(0x3F); // 0x3F3F3F3F = 0.7470...
-            gpu.saxpy().launch(config(n), n, 1f, x, y);
+            gpu.saxpy().launch(gpu.stream(), config(n), n, 1f, x, y);
             gpu.stream().synchronize();
             float[] tail = new float[1024];
             y.slice(n - tail.length, tail.length).copyTo(tail);
@@ -325,7 +326,7 @@ class ReliabilityTest {
             y.memset(0);
             x.memset(0xFF);
             x.copyFrom(data);
-            gpu.saxpy().launch(config(n), n, 1f, x, y);
+            gpu.saxpy().launch(gpu.stream(), config(n), n, 1f, x, y);
             gpu.stream().synchronize();
             assertArrayEquals(data, y.toFloatArray(), TestData.seedDescription(seed));
         }
@@ -338,7 +339,7 @@ class ReliabilityTest {
         try (DeviceBuffer out = gpu.device().allocateFloats(64)) {
             StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL);
             try (capture) {
-                gpu.writePattern().launch(config(64), out, 64, 1f, 0f);
+                gpu.writePattern().launch(gpu.stream(), config(64), out, 64, 1f, 0f);
                 CudaException wrongThread;
                 try (ExecutorService other = Executors.newSingleThreadExecutor()) {
                     Future<CudaException> attempt = other.submit(() -> assertThrows(CudaException.class, capture::end));
@@ -351,7 +352,7 @@ class ReliabilityTest {
             }
             assertThrows(IllegalStateException.class, capture::end);
             try (StreamCapture again = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
-                gpu.writePattern().launch(config(64), out, 64, 2f, 0f);
+                gpu.writePattern().launch(gpu.stream(), config(64), out, 64, 2f, 0f);
                 try (CudaGraph graph = again.end(); GraphExec exec = graph.instantiate()) {
                     exec.launch(gpu.stream());
                     gpu.stream().synchronize();
@@ -385,7 +386,7 @@ class ReliabilityTest {
     private void assertKernelsRun() {
         try (DeviceBuffer out = gpu.device().allocateFloats(64)) {
             out.memset(0xFF);
-            gpu.writePattern().launch(config(64), out, 64, 1f, 0f);
+            gpu.writePattern().launch(gpu.stream(), config(64), out, 64, 1f, 0f);
             gpu.stream().synchronize();
             assertEquals(63f, out.toFloatArray()[63]);
         }

@@ -13,7 +13,7 @@ public final class StickyErrorProbe {
         CudaDevice device = TestData.device();
         try (CudaLibrary library = TestData.testKernels(); CudaStream stream = device.createStream()) {
             // write_pattern(float* out, ...): an 8-byte Long stands in for the pointer; 0x10 is unmapped.
-            library.kernel("write_pattern").launch(LaunchConfig.of(Dim3.of(1), Dim3.of(32), stream), 0x10L, 32, 1f, 0f);
+            library.kernel("write_pattern").launch(stream, LaunchConfig.of(Dim3.of(1), Dim3.of(32)), 0x10L, 32, 1f, 0f);
             report("synchronize", stream::synchronize);
             report("allocate", () -> device.allocateFloats(16).close());
         }

@@ -1,11 +1,11 @@
 package org.cudagraph4j;
 
+import static org.cudagraph4j.FaultChecks.CONFIG;
 import static org.cudagraph4j.FaultChecks.N;
 import static org.cudagraph4j.FaultChecks.assertAllNaN;
 import static org.cudagraph4j.FaultChecks.assertExecWritesPattern;
 import static org.cudagraph4j.FaultChecks.assertHealthy;
 import static org.cudagraph4j.FaultChecks.assertStreamRecoveredFromCapture;
-import static org.cudagraph4j.FaultChecks.config;
 import static org.cudagraph4j.FaultChecks.patternGraph;
 import static org.junit.jupiter.api.Assertions.assertAll;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -49,7 +49,7 @@ class UseAfterCloseFaultTest {
         try (DeviceBuffer out = gpu.device().allocateFloats(N)) {
             out.memset(0xFF);
             IllegalStateException valid = assertThrows(IllegalStateException.class,
-                    () -> gpu.writePattern().launch(config(closed), out, N, 1f, 0f));
+                    () -> gpu.writePattern().launch(closed, CONFIG, out, N, 1f, 0f));
             assertEquals(name + " is closed", valid.getMessage());
             IllegalStateException capture = assertThrows(IllegalStateException.class,
                     () -> StreamCapture.begin(closed, CaptureMode.GLOBAL));
@@ -111,7 +111,7 @@ class UseAfterCloseFaultTest {
                         () -> buffer.slice(0, 1)).getMessage()),
                 // A one-shot launch writes the address into its argument block: refused there.
                 () -> assertEquals(name + " is closed", assertThrows(IllegalStateException.class,
-                        () -> gpu.writePattern().launch(config(gpu.stream()), buffer, 16, 1f, 0f)).getMessage()));
+                        () -> gpu.writePattern().launch(gpu.stream(), CONFIG, buffer, 16, 1f, 0f)).getMessage()));
         gpu.stream().synchronize();
         assertHealthy(gpu);
     }
@@ -199,7 +199,7 @@ class UseAfterCloseFaultTest {
         try (DeviceBuffer out = gpu.device().allocateFloats(N)) {
             out.memset(0xFF);
             IllegalStateException launch = assertThrows(IllegalStateException.class,
-                    () -> kernel.launch(config(gpu.stream()), out, N, 1f, 0f));
+                    () -> kernel.launch(gpu.stream(), CONFIG, out, N, 1f, 0f));
             assertEquals(name + " is closed", launch.getMessage());
             gpu.stream().synchronize();
             assertAllNaN(out, "a launch of a closed library's kernel");
@@ -219,7 +219,7 @@ class UseAfterCloseFaultTest {
             assertEquals(before, Cuda.liveResources(), "closing twice frees the argument block once");
 
             IllegalStateException launch = assertThrows(IllegalStateException.class,
-                    () -> gpu.writePattern().launch(config(gpu.stream()), arguments));
+                    () -> gpu.writePattern().launch(gpu.stream(), CONFIG, arguments));
             assertEquals("KernelArguments for write_pattern are closed", launch.getMessage());
             IllegalStateException set = assertThrows(IllegalStateException.class, () -> arguments.set(1, 8));
             assertEquals("KernelArguments for write_pattern are closed", set.getMessage());
@@ -284,7 +284,7 @@ class UseAfterCloseFaultTest {
         try (DeviceBuffer out = gpu.device().allocateFloats(N);
                 StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
             String description = capture.toString();
-            gpu.writePattern().launch(config(gpu.stream()), out, N, 0.5f, 1f);
+            gpu.writePattern().launch(gpu.stream(), CONFIG, out, N, 0.5f, 1f);
             try (CudaGraph graph = capture.end()) {
                 assertEquals(1, graph.nodes().size());
                 IllegalStateException again = assertThrows(IllegalStateException.class, capture::end);

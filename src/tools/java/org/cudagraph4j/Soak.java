@@ -721,8 +721,8 @@ public final class Soak {
             float[] y = nonZeros(round.n());
             try (DeviceBuffer out = device.allocateFloats(round.n()); DeviceBuffer dy = upload(y)) {
                 out.memsetAsync(POISON, stream);
-                write.launch(config(round.n(), stream), out, round.n(), round.scale(), round.offset());
-                axpy.launch(config(round.n(), stream), round.n(), round.a(), out, dy);
+                write.launch(stream, config(round.n()), out, round.n(), round.scale(), round.offset());
+                axpy.launch(stream, config(round.n()), round.n(), round.a(), out, dy);
                 stream.synchronize();
                 verify(what, round, round.apply(y), out, dy);
             }
@@ -742,8 +742,8 @@ public final class Soak {
                     write.set(3, round.offset());
                     axpy.set(1, round.a());
                     out.memsetAsync(POISON, stream);
-                    writePattern.launch(config(n, stream), write);
-                    saxpy.launch(config(n, stream), axpy);
+                    writePattern.launch(stream, config(n), write);
+                    saxpy.launch(stream, config(n), axpy);
                     expected = round.apply(expected);
                 }
                 stream.synchronize();
@@ -813,7 +813,7 @@ public final class Soak {
                     buffers.add(buffer);
                     rounds.add(round);
                     buffer.memsetAsync(POISON, stream);
-                    writePattern.launch(config(round.n(), stream), buffer, round.n(), round.scale(), round.offset());
+                    writePattern.launch(stream, config(round.n()), buffer, round.n(), round.scale(), round.offset());
                 }
                 stream.synchronize();
                 for (int b = 0; b < buffers.size(); b++) {
@@ -868,7 +868,7 @@ public final class Soak {
                 result.segment().fill((byte) POISON);
                 dx.copyFromAsync(in.asSlice(0, bytes), stream);
                 dy.copyFromAsync(in.asSlice(bytes, bytes), stream);
-                saxpy.launch(config(n, stream), n, a, dx, dy);
+                saxpy.launch(stream, config(n), n, a, dx, dy);
                 dy.copyToAsync(result.segment(), stream);
                 stream.synchronize();
                 check("pinned async copy, saxpy", fma(a, x, y), result.segment().toArray(ValueLayout.JAVA_FLOAT));
@@ -884,10 +884,10 @@ public final class Soak {
                     DeviceBuffer dy = upload(y)) {
                 out.memsetAsync(POISON, stream);
                 start.record(stream);
-                writePattern.launch(config(n, stream), out, n, round.scale(), round.offset());
+                writePattern.launch(stream, config(n), out, n, round.scale(), round.offset());
                 written.record(stream);
                 other.waitFor(written); // saxpy on the other stream reads what write_pattern wrote on this one
-                saxpy.launch(config(n, other), n, round.a(), out, dy);
+                saxpy.launch(other, config(n), n, round.a(), out, dy);
                 other.synchronize();
                 float millis = written.elapsedMillisSince(start);
                 if (!(millis >= 0 && millis < 60_000)) {
@@ -900,19 +900,18 @@ public final class Soak {
         /** write_pattern into out, then saxpy into y, captured from this worker's stream. */
         private CudaGraph capturePair(CaptureMode mode, Round round, DeviceBuffer out, DeviceBuffer y) {
             try (StreamCapture capture = StreamCapture.begin(stream, mode)) {
-                writePattern.launch(config(round.n(), stream), out, round.n(), round.scale(), round.offset());
-                saxpy.launch(config(round.n(), stream), round.n(), round.a(), out, y);
+                writePattern.launch(stream, config(round.n()), out, round.n(), round.scale(), round.offset());
+                saxpy.launch(stream, config(round.n()), round.n(), round.a(), out, y);
                 return capture.end();
             }
         }
 
         private KernelLaunch writeParams(Round round, DeviceBuffer out) {
-            return KernelLaunch.of(writePattern, grid(round.n()), Dim3.of(BLOCK), 0, out, round.n(),
-                    round.scale(), round.offset());
+            return KernelLaunch.of(writePattern, config(round.n()), out, round.n(), round.scale(), round.offset());
         }
 
         private KernelLaunch axpyParams(Round round, DeviceBuffer out, DeviceBuffer y) {
-            return KernelLaunch.of(saxpy, grid(round.n()), Dim3.of(BLOCK), 0, round.n(), round.a(), out, y);
+            return KernelLaunch.of(saxpy, config(round.n()), round.n(), round.a(), out, y);
         }
 
         /** Launches a graph doing {@code round} 1 to 3 times, poisoning out before each, and checks the result. */
@@ -1008,8 +1007,8 @@ public final class Soak {
         }
     }
 
-    private static LaunchConfig config(int n, CudaStream stream) {
-        return LaunchConfig.of(grid(n), Dim3.of(BLOCK), stream);
+    private static LaunchConfig config(int n) {
+        return LaunchConfig.of(grid(n), Dim3.of(BLOCK));
     }
 
     /** The kernels loop over the grid, so a bounded grid covers any length. */

@@ -15,6 +15,7 @@ import org.cudagraph4j.CudaLibrary;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.DeviceProperties;
 import org.cudagraph4j.KernelLaunch;
+import org.cudagraph4j.LaunchConfig;
 import org.cudagraph4j.graph.ArchiveModel.CopyNode;
 import org.cudagraph4j.graph.ArchiveModel.Edge;
 import org.cudagraph4j.graph.ArchiveModel.EmptyNode;
@@ -110,8 +111,8 @@ final class ArchiveBuilder {
                         };
                     };
                 }
-                yield graph.addKernel(KernelLaunch.of(kernel, k.grid(), k.block(), k.sharedMemBytes(),
-                        arguments), dependencies);
+                LaunchConfig config = LaunchConfig.of(k.grid(), k.block(), k.sharedMemBytes());
+                yield graph.addKernel(KernelLaunch.of(kernel, config, arguments), dependencies);
             }
             case CopyNode copy -> graph.addMemcpy(
                     view(slots.get(copy.destinationSlot()), copy.destinationOffset(), copy.byteSize()),

@@ -104,7 +104,7 @@ final class ArchiveSaver {
         KernelLaunch params = node.kernelParams().orElseThrow(() -> new GraphArchiveException(
                 Reason.UNSUPPORTED, node + " is a kernel node whose launch this library did not record (it was "
                 + "captured from a launch made outside cudagraph4j, or a cluster or cooperative launch, which a "
-                + "KernelLaunch does not describe)"));
+                + "kernel node added through this library does not hold)"));
         CudaKernel kernel = params.kernel();
         CudaLibrary library = kernel.library();
         String hash = library.contentHash();
@@ -145,7 +145,7 @@ final class ArchiveSaver {
         }
         return new KernelNode(index, kernel.name(),
                 parameters.stream().map(p -> new Param(p.offsetBytes(), p.sizeBytes())).toList(),
-                params.grid(), params.block(), params.sharedMemBytes(), arguments);
+                params.config().grid(), params.config().block(), params.config().sharedMemBytes(), arguments);
     }
 
     /** The smallest bound buffer holding {@code [address, address + extent)}. */

@@ -6,6 +6,7 @@ import org.cudagraph4j.CudaLibrary;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.Dim3;
 import org.cudagraph4j.KernelLaunch;
+import org.cudagraph4j.LaunchConfig;
 
 /**
  * Shipped kernels that set a {@link ConditionalHandle}'s value on the device
@@ -34,7 +35,7 @@ import org.cudagraph4j.KernelLaunch;
  */
 public final class ConditionalKernels implements AutoCloseable {
     private static final String RESOURCE = "/org/cudagraph4j/kernels/cg4j_conditional.compute_80.ptx";
-    private static final Dim3 ONE = Dim3.of(1);
+    private static final LaunchConfig ONE_THREAD = LaunchConfig.of(Dim3.of(1), Dim3.of(1));
 
     private final CudaLibrary library;
     private final CudaKernel set;
@@ -75,7 +76,7 @@ public final class ConditionalKernels implements AutoCloseable {
      * @throws IllegalArgumentException if {@code value} is shorter than 4 bytes
      */
     public KernelLaunch set(ConditionalHandle condition, DeviceBuffer value) {
-        return KernelLaunch.of(set, ONE, ONE, 0, handleOf(condition), word(value, "value"));
+        return KernelLaunch.of(set, ONE_THREAD, handleOf(condition), word(value, "value"));
     }
 
     /**
@@ -90,7 +91,7 @@ public final class ConditionalKernels implements AutoCloseable {
      * @throws IllegalArgumentException if {@code remaining} is shorter than 4 bytes
      */
     public KernelLaunch countDown(ConditionalHandle condition, DeviceBuffer remaining) {
-        return KernelLaunch.of(countDown, ONE, ONE, 0, handleOf(condition), word(remaining, "remaining"));
+        return KernelLaunch.of(countDown, ONE_THREAD, handleOf(condition), word(remaining, "remaining"));
     }
 
     /**
@@ -105,7 +106,7 @@ public final class ConditionalKernels implements AutoCloseable {
      * @throws IllegalArgumentException if {@code value} is shorter than 4 bytes
      */
     public KernelLaunch setIfGreater(ConditionalHandle condition, DeviceBuffer value, float threshold) {
-        return KernelLaunch.of(setIfGreater, ONE, ONE, 0, handleOf(condition), word(value, "value"), threshold);
+        return KernelLaunch.of(setIfGreater, ONE_THREAD, handleOf(condition), word(value, "value"), threshold);
     }
 
     /**

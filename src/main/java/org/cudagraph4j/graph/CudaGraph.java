@@ -21,10 +21,12 @@ import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaEvent;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.Dim3;
 import org.cudagraph4j.ElementType;
 import org.cudagraph4j.GraphAccess;
 import org.cudagraph4j.KernelArguments;
 import org.cudagraph4j.KernelLaunch;
+import org.cudagraph4j.LaunchConfig;
 import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.GraphMemory;
 import org.cudagraph4j.internal.Graphs;
@@ -135,12 +137,14 @@ public final class CudaGraph implements AutoCloseable {
      * Adds a kernel launch, to run on this graph's {@link #device()}. Arguments are checked against
      * the kernel's parameter info first.
      *
-     * @param params the kernel, its launch shape and its arguments
+     * @param params the kernel, its launch shape and its arguments; the shape without launch attributes,
+     *     which a kernel node does not hold (for programmatic dependent launch, see
+     *     {@link #addProgrammaticDependency})
      * @param dependencies nodes of this graph that must complete first; none for a root node
      * @return the new node
      * @throws IllegalArgumentException if the arguments do not fit the kernel's parameters, a buffer among them
-     *     is on a device that this graph's device cannot reach (neither it nor a peer with access enabled), or a
-     *     dependency belongs to another graph
+     *     is on a device that this graph's device cannot reach (neither it nor a peer with access enabled), a
+     *     dependency belongs to another graph, or the configuration has a launch attribute
      * @throws IllegalStateException if this graph, the kernel's library or a buffer among the arguments is closed
      */
     public GraphNode addKernel(KernelLaunch params, GraphNode... dependencies) {
@@ -780,11 +784,27 @@ public final class CudaGraph implements AutoCloseable {
         return handle.equals(MemorySegment.NULL) ? null : node(handle);
     }
 
-    /** A kernel node's parameters, for this graph's device, which must reach every buffer among them. */
+    /**
+     * A kernel node's parameters, for this graph's device, which must reach every buffer among them.
+     *
+     * @throws IllegalArgumentException if the launch has an attribute, which the node would drop
+     */
     Graphs.KernelParams kernelParams(KernelLaunch params, KernelArguments arguments) {
-        return new Graphs.KernelParams(params.kernel().handle(), params.grid().x(), params.grid().y(),
-                params.grid().z(), params.block().x(), params.block().y(), params.block().z(),
-                params.sharedMemBytes(), ROOT.argumentPointers(arguments, device, allocations));
+        LaunchConfig config = params.config();
+        if (config.programmaticDependentLaunch()) {
+            throw new IllegalArgumentException("a kernel node of " + params.kernel().symbol() + " cannot launch with "
+                    + "programmatic dependent launch: in a graph it is an edge, added with addProgrammaticDependency");
+        }
+        if (config.cluster() != null || config.cooperative()) {
+            throw new IllegalArgumentException("a kernel node of " + params.kernel().symbol() + " added or updated "
+                    + "through this library holds grid, block and shared memory only, not "
+                    + (config.cluster() != null ? "a cluster shape" : "cooperative launch")
+                    + ": capture the launch on a stream instead, which keeps it in the node");
+        }
+        Dim3 grid = config.grid();
+        Dim3 block = config.block();
+        return new Graphs.KernelParams(params.kernel().handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(),
+                block.z(), config.sharedMemBytes(), ROOT.argumentPointers(arguments, device, allocations));
     }
 
     /**

@@ -152,10 +152,11 @@ public final class GraphExec implements AutoCloseable {
      * The kernel must stay the same. What the node used before and no other node uses is let go.
      *
      * @param node a kernel node of the graph this was instantiated from
-     * @param params the new launch: the same kernel, with other arguments or another shape
+     * @param params the new launch: the same kernel, with other arguments or another shape, without launch
+     *     attributes
      * @throws IllegalArgumentException if {@code node} is not from the graph this was instantiated from, the
-     *     arguments do not fit the kernel's parameters, or a buffer among them is on a device that the graph's
-     *     device cannot reach
+     *     arguments do not fit the kernel's parameters, a buffer among them is on a device that the graph's
+     *     device cannot reach, or the configuration has a launch attribute
      * @throws IllegalStateException if {@code node} is not a kernel node, or if its graph, this executable, a buffer
      *     among the arguments or the kernel's library is closed
      */

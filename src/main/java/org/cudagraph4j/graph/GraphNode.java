@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Optional;
 import org.cudagraph4j.Dim3;
 import org.cudagraph4j.KernelLaunch;
+import org.cudagraph4j.LaunchConfig;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.Libraries;
 
@@ -105,8 +106,9 @@ public final class GraphNode {
             // Library kernels: the runtime cannot report their parameters
             // (cudaGraphKernelNodeGetParams answers cudaErrorInvalidDeviceFunction).
             String name = kernelParams.kernel().name();
-            return new KernelNodeInfo(Demangler.demangle(name), name, kernelParams.grid(), kernelParams.block(),
-                    kernelParams.sharedMemBytes(), kernelParams.kernel().handle().address());
+            LaunchConfig config = kernelParams.config();
+            return new KernelNodeInfo(Demangler.demangle(name), name, config.grid(), config.block(),
+                    config.sharedMemBytes(), kernelParams.kernel().handle().address());
         }
         Graphs.KernelParams params = Graphs.kernelNodeParams(handle());
         String mangled = Libraries.name(params.function());

@@ -21,7 +21,7 @@ import org.cudagraph4j.internal.lifetime.HeldResources;
  *
  * <pre>{@code
  * try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
- *     kernel.launch(config, args);
+ *     kernel.launch(stream, config, args);
  *     graph = capture.end();
  * }
  * }</pre>

@@ -68,7 +68,7 @@ public final class BiasRelu {
         if (MatrixChecks.overlaps(y, x) && y.byteOffset() != x.byteOffset()) {
             throw new IllegalArgumentException("Y must be X itself or not overlap it");
         }
-        kernel.launch(LaunchConfig.of(grid, block, 0, stream), m, n, x, n, bias, y, n);
+        kernel.launch(stream, LaunchConfig.of(grid, block), m, n, x, n, bias, y, n);
     }
 
     /** One thread per element along a row-block of 8 rows and 128 columns, capped at the grid limits. */

@@ -166,8 +166,7 @@ public final class Sgemm {
             }
         }
         CudaKernel kernel = kernels.library().kernel(config.kernelName());
-        LaunchConfig launch = LaunchConfig.of(config.grid(m, n), Dim3.of(config.threads()), config.sharedMemBytes(),
-                stream);
+        LaunchConfig launch = LaunchConfig.of(config.grid(m, n), Dim3.of(config.threads()), config.sharedMemBytes());
         if (programmaticDependentLaunch) {
             launch = launch.withProgrammaticDependentLaunch();
         }
@@ -178,18 +177,18 @@ public final class Sgemm {
         boolean fused = config.epilogue() == GemmConfig.Epilogue.BIAS_RELU;
         if (!config.splitK()) {
             if (fused) {
-                kernel.launch(launch, m, n, k, a, k, b, ldb, operands.bias(), c, n);
+                kernel.launch(stream, launch, m, n, k, a, k, b, ldb, operands.bias(), c, n);
             } else {
-                kernel.launch(launch, m, n, k, operands.alpha(), a, k, b, ldb, operands.beta(), c, n);
+                kernel.launch(stream, launch, m, n, k, operands.alpha(), a, k, b, ldb, operands.beta(), c, n);
             }
         } else {
             // With one slice the kernel touches neither: null pointers do without a workspace.
             Object partials = workspace == null ? (Object) 0L : workspace.partials();
             Object tickets = workspace == null ? (Object) 0L : workspace.tickets();
             if (fused) {
-                kernel.launch(launch, m, n, k, a, k, b, ldb, operands.bias(), c, n, partials, tickets);
+                kernel.launch(stream, launch, m, n, k, a, k, b, ldb, operands.bias(), c, n, partials, tickets);
             } else {
-                kernel.launch(launch, m, n, k, operands.alpha(), a, k, b, ldb, operands.beta(), c, n, partials,
+                kernel.launch(stream, launch, m, n, k, operands.alpha(), a, k, b, ldb, operands.beta(), c, n, partials,
                         tickets);
             }
         }

@@ -98,10 +98,10 @@ class ClusterAndCooperativeGpuTest {
         Dim3 grid = Dim3.of(8, 3);
         int blocks = 24;
         try (CudaStream stream = device.createStream(); DeviceBuffer out = device.allocate(ElementType.INT32, 3L * blocks)) {
-            LaunchConfig config = LaunchConfig.of(grid, Dim3.of(64), stream).withCluster(Dim3.of(4, 1, 1));
-            assertTrue(kernel.maxActiveClusters(config) > 0);
+            LaunchConfig config = LaunchConfig.of(grid, Dim3.of(64)).withCluster(Dim3.of(4, 1, 1));
+            assertTrue(kernel.maxActiveClusters(device, config) > 0);
             out.memset(0xff);
-            kernel.launch(config, out);
+            kernel.launch(stream, config, out);
             stream.synchronize();
             int[] eager = new int[3 * blocks];
             out.copyTo(eager);
@@ -112,7 +112,7 @@ class ClusterAndCooperativeGpuTest {
             }
             CudaGraph graph;
             try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
-                kernel.launch(config, out);
+                kernel.launch(stream, config, out);
                 graph = capture.end();
             }
             out.memset(0xff);
@@ -128,18 +128,17 @@ class ClusterAndCooperativeGpuTest {
 
     @Test
     void aGridMustBeAWholeNumberOfClustersAndTheOptionsCombine() {
-        try (CudaStream stream = TestData.device().createStream()) {
-            LaunchConfig config = LaunchConfig.of(Dim3.of(8, 3), Dim3.of(64), stream);
-            assertEquals(Dim3.of(4), config.withCluster(Dim3.of(4)).cluster());
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> config.withCluster(Dim3.of(3)));
-            assertEquals("the grid {8,3} is not a whole number of clusters 3: each grid dimension must be a "
-                    + "multiple of the cluster's", e.getMessage());
-            LaunchConfig all = config.withProgrammaticDependentLaunch().withCluster(Dim3.of(2)).withCooperativeLaunch();
-            assertTrue(all.programmaticDependentLaunch() && all.cooperative());
-            assertEquals(Dim3.of(2), all.cluster());
-            assertThrows(IllegalArgumentException.class, () -> library.kernel("cluster_report").maxActiveClusters(config));
-        }
+        LaunchConfig config = LaunchConfig.of(Dim3.of(8, 3), Dim3.of(64));
+        assertEquals(Dim3.of(4), config.withCluster(Dim3.of(4)).cluster());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> config.withCluster(Dim3.of(3)));
+        assertEquals("the grid {8,3} is not a whole number of clusters 3: each grid dimension must be a "
+                + "multiple of the cluster's", e.getMessage());
+        LaunchConfig all = config.withProgrammaticDependentLaunch().withCluster(Dim3.of(2)).withCooperativeLaunch();
+        assertTrue(all.programmaticDependentLaunch() && all.cooperative());
+        assertEquals(Dim3.of(2), all.cluster());
+        assertThrows(IllegalArgumentException.class,
+                () -> library.kernel("cluster_report").maxActiveClusters(TestData.device(), config));
     }
 
     @Test
@@ -147,8 +146,9 @@ class ClusterAndCooperativeGpuTest {
         CudaDevice device = TestData.device();
         CudaKernel kernel = library.kernel("cluster_report");
         try (CudaStream stream = device.createStream(); DeviceBuffer out = device.allocate(ElementType.INT32, 3L * 64)) {
-            LaunchConfig tooLarge = LaunchConfig.of(Dim3.of(64), Dim3.of(64), stream).withCluster(Dim3.of(32, 1, 1));
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> kernel.launch(tooLarge, out));
+            LaunchConfig tooLarge = LaunchConfig.of(Dim3.of(64), Dim3.of(64)).withCluster(Dim3.of(32, 1, 1));
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> kernel.launch(stream, tooLarge, out));
             assertTrue(e.getMessage().contains("cannot run in clusters of 32 blocks"), e.getMessage());
             stream.synchronize();
         }
@@ -175,7 +175,7 @@ class ClusterAndCooperativeGpuTest {
                 DeviceBuffer valid = device.allocate(ElementType.INT32, 1)) {
             out.copyFrom(new float[] {Float.NaN});
             valid.memset(0);
-            kernel.launch(LaunchConfig.of(Dim3.of(blocks), block, stream).withCooperativeLaunch(), in, partial, out,
+            kernel.launch(stream, LaunchConfig.of(Dim3.of(blocks), block).withCooperativeLaunch(), in, partial, out,
                     valid, n);
             stream.synchronize();
             int[] isValid = new int[1];
@@ -184,8 +184,9 @@ class ClusterAndCooperativeGpuTest {
             float total = out.toFloatArray()[0];
             assertEquals(expected, total, Math.max(1e-3, Math.abs(expected) * 1e-4), "the grid-wide sum");
 
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> kernel.launch(
-                    LaunchConfig.of(Dim3.of(most + 1), block, stream).withCooperativeLaunch(), in, partial, out, valid, n));
+            LaunchConfig oversized = LaunchConfig.of(Dim3.of(most + 1), block).withCooperativeLaunch();
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> kernel.launch(stream, oversized, in, partial, out, valid, n));
             assertTrue(e.getMessage().contains("needs all " + (most + 1) + " blocks"), e.getMessage());
             assertTrue(e.getMessage().contains("holds at most " + most + " blocks"), e.getMessage());
         }

@@ -43,15 +43,15 @@ class ProgramGpuTest {
                 CudaStream stream = device.createStream();
                 DeviceBuffer dx = TestData.upload(device, x)) {
             CudaKernel scale = library.kernel(cubin.loweredName("scale<float, 4>"));
-            LaunchConfig shape = LaunchConfig.of(Dim3.of((N / 4 + 255) / 256 + 1), Dim3.of(256), stream);
-            scale.launch(shape, dx, 3.0f, N);
+            LaunchConfig shape = LaunchConfig.of(Dim3.of((N / 4 + 255) / 256 + 1), Dim3.of(256));
+            scale.launch(stream, shape, dx, 3.0f, N);
             stream.synchronize();
             assertScaled(x, 3.0f, dx.toFloatArray());
 
             CudaGraph graph;
             try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
-                scale.launch(shape, dx, 0.5f, N);
-                scale.launch(shape, dx, 0.25f, N);
+                scale.launch(stream, shape, dx, 0.5f, N);
+                scale.launch(stream, shape, dx, 0.25f, N);
                 graph = capture.end();
             }
             try (graph; GraphExec exec = graph.instantiate()) {
@@ -81,12 +81,12 @@ class ProgramGpuTest {
                 DeviceBuffer dy = device.allocateFloats(N);
                 PinnedBuffer pinned = Cuda.allocatePinned((long) N * Float.BYTES)) {
             CudaKernel scale = library.kernel(cubin.loweredName("scale<float>"));
-            LaunchConfig shape = LaunchConfig.of(Dim3.of((N + 255) / 256), Dim3.of(256), stream);
+            LaunchConfig shape = LaunchConfig.of(Dim3.of((N + 255) / 256), Dim3.of(256));
             CudaGraph graph;
             try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                 DeviceBuffer scratch = stream.allocate(ElementType.FLOAT32, N);
-                scale.launch(shape, dx, scratch, 3.0f, N);
-                scale.launch(shape, scratch, dy, 0.5f, N);
+                scale.launch(stream, shape, dx, scratch, 3.0f, N);
+                scale.launch(stream, shape, scratch, dy, 0.5f, N);
                 scratch.close();
                 dy.copyToAsync(pinned.segment(), stream);
                 stream.launchHostFunction(() -> seenByCallback.add(pinned.segment().toArray(JAVA_FLOAT)));
@@ -121,7 +121,7 @@ class ProgramGpuTest {
                 DeviceBuffer dx = TestData.upload(device, x);
                 DeviceBuffer dy = TestData.upload(device, y)) {
             assertTrue(library.kernelNames().contains("axpy"), library.kernelNames().toString());
-            library.kernel("axpy").launch(LaunchConfig.of(Dim3.of(132), Dim3.of(256), stream), N, 2.0f, dx, dy);
+            library.kernel("axpy").launch(stream, LaunchConfig.of(Dim3.of(132), Dim3.of(256)), N, 2.0f, dx, dy);
             stream.synchronize();
             float[] result = dy.toFloatArray();
             for (int i = 0; i < N; i++) {

@@ -54,12 +54,12 @@ class ConditionalNodeTest {
 
     /** out[i] = i * scale + offset. */
     private KernelLaunch pattern(DeviceBuffer out, float scale, float offset) {
-        return KernelLaunch.of(gpu.writePattern(), GRID, BLOCK, 0, out, N, scale, offset);
+        return KernelLaunch.of(gpu.writePattern(), LaunchConfig.of(GRID, BLOCK), out, N, scale, offset);
     }
 
     /** y += a * x. */
     private KernelLaunch axpy(float a, DeviceBuffer x, DeviceBuffer y) {
-        return KernelLaunch.of(gpu.saxpy(), GRID, BLOCK, 0, N, a, x, y);
+        return KernelLaunch.of(gpu.saxpy(), LaunchConfig.of(GRID, BLOCK), N, a, x, y);
     }
 
     private static float[] expectedPattern(float scale, float offset) {
@@ -255,7 +255,7 @@ class ConditionalNodeTest {
                 choice = capture.switchOf(which, 2);
                 choice.caseBody(0).addKernel(axpy(-1f, ones, out));
                 choice.caseBody(1).addKernel(axpy(1f, ones, out));
-                gpu.writePattern().launch(LaunchConfig.of(GRID, BLOCK, gpu.stream()), after, N, 0f, 9f);
+                gpu.writePattern().launch(gpu.stream(), LaunchConfig.of(GRID, BLOCK), after, N, 0f, 9f);
                 IllegalStateException early = assertThrows(IllegalStateException.class, branch::node);
                 assertTrue(early.getMessage().contains("once the capture has ended"), early.getMessage());
                 graph = capture.end();

@@ -21,6 +21,7 @@ import org.cudagraph4j.Dim3;
 import org.cudagraph4j.GpuFixture;
 import org.cudagraph4j.GpuTest;
 import org.cudagraph4j.KernelLaunch;
+import org.cudagraph4j.LaunchConfig;
 import org.cudagraph4j.LiveResources;
 import org.cudagraph4j.TestData;
 import org.cudagraph4j.graph.ArchiveModel.KernelNode;
@@ -39,6 +40,8 @@ import org.junit.jupiter.api.io.TempDir;
 @GpuTest
 class GraphArchiveTest {
     private static final int N = 4099;
+    private static final LaunchConfig CONFIG = LaunchConfig.of(Dim3.of(17), Dim3.of(256));
+    private static final LaunchConfig ONE_WARP = LaunchConfig.of(Dim3.of(1), Dim3.of(32));
 
     @RegisterExtension
     final GpuFixture gpu = new GpuFixture();
@@ -127,14 +130,11 @@ class GraphArchiveTest {
                 CudaEvent done = gpu.device().createEvent(); CudaEvent done2 = gpu.device().createEvent();
                 CudaGraph graph = CudaGraph.create()) {
             GraphNode clear = graph.addMemset(b, 0);
-            GraphNode write = graph.addKernel(KernelLaunch.of(gpu.writePattern(), Dim3.of(17), Dim3.of(256), 0,
-                    a, N, 0.5f, 1f), clear);
-            GraphNode add = graph.addKernel(KernelLaunch.of(gpu.saxpy(), Dim3.of(17), Dim3.of(256), 0, N, 2f, a, b),
-                    write);
+            GraphNode write = graph.addKernel(KernelLaunch.of(gpu.writePattern(), CONFIG, a, N, 0.5f, 1f), clear);
+            GraphNode add = graph.addKernel(KernelLaunch.of(gpu.saxpy(), CONFIG, N, 2f, a, b), write);
             // A programmatic edge to a kernel that touches nothing the first one does, so the result
             // does not depend on how far they overlap.
-            GraphNode mark = graph.addKernel(KernelLaunch.of(gpu.writePattern(), Dim3.of(17), Dim3.of(256), 0,
-                    c, N, -1f, 7f));
+            GraphNode mark = graph.addKernel(KernelLaunch.of(gpu.writePattern(), CONFIG, c, N, -1f, 7f));
             graph.addProgrammaticDependency(add, mark);
             GraphNode half = graph.addMemcpy(a.slice(0, N / 2), b.slice(N / 2, N / 2), add);
             graph.addEventRecord(done, graph.addEmpty(half, mark));
@@ -174,7 +174,7 @@ class GraphArchiveTest {
     void saveRefusesWhatItCannotRepresentNamingTheNodeAndParameter() {
         try (DeviceBuffer bound = gpu.device().allocateFloats(N); DeviceBuffer loose = gpu.device().allocateFloats(N);
                 CudaGraph graph = CudaGraph.create(); CudaGraph child = CudaGraph.create()) {
-            graph.addKernel(KernelLaunch.of(gpu.saxpy(), Dim3.of(1), Dim3.of(32), 0, N, 1f, bound, loose));
+            graph.addKernel(KernelLaunch.of(gpu.saxpy(), ONE_WARP, N, 1f, bound, loose));
             GraphArchiveException unbound = assertThrows(GraphArchiveException.class,
                     () -> GraphArchive.of(graph, new GraphBindings().buffer("x", bound)));
             assertEquals(Reason.UNBOUND_POINTER, unbound.reason());
@@ -191,7 +191,7 @@ class GraphArchiveTest {
                         node.getMessage());
             }
             try (CudaGraph raw = CudaGraph.create()) {
-                raw.addKernel(KernelLaunch.of(gpu.saxpy(), Dim3.of(1), Dim3.of(32), 0, N, 1f, bound.address(), bound));
+                raw.addKernel(KernelLaunch.of(gpu.saxpy(), ONE_WARP, N, 1f, bound.address(), bound));
                 GraphArchiveException address = assertThrows(GraphArchiveException.class,
                         () -> GraphArchive.of(raw, new GraphBindings().buffer("x", bound)));
                 assertEquals(Reason.UNSUPPORTED, address.reason());
@@ -207,7 +207,7 @@ class GraphArchiveTest {
                 DeviceBuffer small = gpu.device().allocateFloats(N - 1); CudaGraph graph = CudaGraph.create();
                 ShippedKernels shipped = ShippedKernels.load(gpu.device())) {
             CudaLibrary other = shipped.library();
-            graph.addKernel(KernelLaunch.of(gpu.saxpy(), Dim3.of(17), Dim3.of(256), 0, N, 3f, x, y));
+            graph.addKernel(KernelLaunch.of(gpu.saxpy(), CONFIG, N, 3f, x, y));
             GraphArchive archive = GraphArchive.fromBytes(GraphArchive.save(graph,
                     GraphBindings.of(Map.of("x", x, "y", y))));
             GraphBindings both = new GraphBindings().buffer("x", x).buffer("y", y);

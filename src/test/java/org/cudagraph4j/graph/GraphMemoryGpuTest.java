@@ -76,8 +76,8 @@ class GraphMemoryGpuTest {
                 assertTrue(scratch.buffer().isGraphMemory());
                 assertEquals(GraphNodeType.MEM_ALLOC, scratch.node().type());
                 GraphNode in = graph.addMemcpy(scratch.buffer(), x, scratch.node());
-                GraphNode twice = graph.addKernel(new KernelLaunch(saxpy, Dim3.of((N + 255) / 256), Dim3.of(256), 0,
-                        List.of(N, 2.0f, x, scratch.buffer())), in);
+                LaunchConfig config = LaunchConfig.of(Dim3.of((N + 255) / 256), Dim3.of(256));
+                GraphNode twice = graph.addKernel(KernelLaunch.of(saxpy, config, N, 2.0f, x, scratch.buffer()), in);
                 GraphNode back = graph.addMemcpy(out, scratch.buffer(), twice);
                 GraphNode free = graph.addMemFree(scratch.buffer(), back);
                 assertEquals(GraphNodeType.MEM_FREE, free.type());
@@ -121,7 +121,7 @@ class GraphMemoryGpuTest {
                     () -> scratch.memsetAsync(0, stream));
             assertTrue(eager.getMessage().contains("is not capturing"), eager.getMessage());
             IllegalStateException launch = assertThrows(IllegalStateException.class, () -> kernels.kernel("saxpy")
-                    .launch(LaunchConfig.of(Dim3.of(1), Dim3.of(32), stream), N, 1.0f, plain, scratch));
+                    .launch(stream, LaunchConfig.of(Dim3.of(1), Dim3.of(32)), N, 1.0f, plain, scratch));
             assertTrue(launch.getMessage().contains("argument 3: " + scratch + " exists only inside its own graph"),
                     launch.getMessage());
             IllegalArgumentException foreign = assertThrows(IllegalArgumentException.class,
@@ -212,7 +212,7 @@ class GraphMemoryGpuTest {
                 scratch = stream.allocate(ElementType.FLOAT32, N);
                 assertTrue(scratch.isGraphMemory());
                 scratch.copyFromAsync(x, stream);
-                saxpy.launch(LaunchConfig.of(Dim3.of((N + 255) / 256), Dim3.of(256), stream), N, 2.0f, x, scratch);
+                saxpy.launch(stream, LaunchConfig.of(Dim3.of((N + 255) / 256), Dim3.of(256)), N, 2.0f, x, scratch);
                 out.copyFromAsync(scratch, stream);
                 scratch.close();
                 IllegalStateException afterFree = assertThrows(IllegalStateException.class,

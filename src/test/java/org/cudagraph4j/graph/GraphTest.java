@@ -35,9 +35,7 @@ class GraphTest {
     @RegisterExtension
     final GpuFixture gpu = new GpuFixture();
 
-    private LaunchConfig config(CudaStream on) {
-        return LaunchConfig.of(Dim3.of(40), Dim3.of(256), on);
-    }
+    private static final LaunchConfig CONFIG = LaunchConfig.of(Dim3.of(40), Dim3.of(256));
 
     /** y = a*x + y with x[i] = i*scale + offset, as the captured pair computes it. */
     private static float[] expected(float scale, float offset, float a, float[] y) {
@@ -60,8 +58,8 @@ class GraphTest {
             try (StreamCapture capture = StreamCapture.begin(gpu.stream(), mode)) {
                 assertEquals(CaptureStatus.ACTIVE, gpu.stream().captureStatus());
                 assertTrue(gpu.stream().captureId().isPresent());
-                gpu.writePattern().launch(config(gpu.stream()), dx, N, 0.5f, 1.25f);
-                gpu.saxpy().launch(config(gpu.stream()), N, 3.0f, dx, dy);
+                gpu.writePattern().launch(gpu.stream(), CONFIG, dx, N, 0.5f, 1.25f);
+                gpu.saxpy().launch(gpu.stream(), CONFIG, N, 3.0f, dx, dy);
                 graph = capture.end();
             }
             assertEquals(CaptureStatus.NONE, gpu.stream().captureStatus());
@@ -108,10 +106,10 @@ class GraphTest {
             CudaGraph graph;
             try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.RELAXED);
                     DeviceBuffer scratch = gpu.device().allocateFloats(16)) {
-                gpu.writePattern().launch(config(gpu.stream()), scratch, 16, 1f, 0f);
+                gpu.writePattern().launch(gpu.stream(), CONFIG, scratch, 16, 1f, 0f);
                 // out += scratch, by a kernel: initcheck checks a graph's memcpy source at launch,
                 // before the kernel upstream has written it, so a copy node would be reported.
-                gpu.saxpy().launch(config(gpu.stream()), 16, 1f, scratch, out);
+                gpu.saxpy().launch(gpu.stream(), CONFIG, 16, 1f, scratch, out);
                 graph = capture.end();
             }
             try (graph; GraphExec exec = graph.instantiate()) {
@@ -141,12 +139,12 @@ class GraphTest {
                 fork.record(gpu.stream());
                 side.waitFor(fork);
                 assertEquals(CaptureStatus.ACTIVE, side.captureStatus());
-                gpu.writePattern().launch(config(side), a, N, 1f, 0f);
-                gpu.writePattern().launch(config(gpu.stream()), b, N, 2f, 0f);
+                gpu.writePattern().launch(side, CONFIG, a, N, 1f, 0f);
+                gpu.writePattern().launch(gpu.stream(), CONFIG, b, N, 2f, 0f);
                 join.record(side);
                 gpu.stream().waitFor(join);
-                gpu.saxpy().launch(config(gpu.stream()), N, 1f, a, dy);
-                gpu.saxpy().launch(config(gpu.stream()), N, 1f, b, dy);
+                gpu.saxpy().launch(gpu.stream(), CONFIG, N, 1f, a, dy);
+                gpu.saxpy().launch(gpu.stream(), CONFIG, N, 1f, b, dy);
                 graph = capture.end();
             }
             try (graph; GraphExec exec = graph.instantiate()) {
@@ -174,11 +172,11 @@ class GraphTest {
                 DeviceBuffer out = gpu.device().allocateFloats(N)) {
             dy.copyFrom(y);
             out.memset(0);
-            child.addKernel(KernelLaunch.of(gpu.saxpy(), Dim3.of(40), Dim3.of(256), 0, N, 2.0f, dx, dy));
+            child.addKernel(KernelLaunch.of(gpu.saxpy(), CONFIG, N, 2.0f, dx, dy));
 
             GraphNode poison = graph.addMemset(dx, 0xFF);
             GraphNode write = graph.addKernel(
-                    KernelLaunch.of(gpu.writePattern(), Dim3.of(40), Dim3.of(256), 0, dx, N, 0.5f, 3f), poison);
+                    KernelLaunch.of(gpu.writePattern(), CONFIG, dx, N, 0.5f, 3f), poison);
             GraphNode join = graph.addEmpty(write);
             GraphNode nested = graph.addChildGraph(child, join);
             GraphNode copy = graph.addMemcpy(out, dy, nested);
@@ -273,7 +271,8 @@ class GraphTest {
             KernelLaunch original = axpy.kernelParams().orElseThrow();
             exec.updateKernelNode(axpy, original.withArguments(N, 5.0f, dx, dy));
             GraphNode write = graph.nodes().get(0);
-            exec.updateKernelNode(write, write.kernelParams().orElseThrow().withLaunchShape(Dim3.of(3), Dim3.of(128), 0));
+            exec.updateKernelNode(write,
+                    write.kernelParams().orElseThrow().withConfig(LaunchConfig.of(Dim3.of(3), Dim3.of(128))));
 
             dy.copyFrom(y);
             exec.launch(gpu.stream());
@@ -295,9 +294,9 @@ class GraphTest {
         try (DeviceBuffer dx = gpu.device().allocateFloats(N); DeviceBuffer dy = gpu.device().allocateFloats(N)) {
             CudaGraph graph;
             try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.THREAD_LOCAL)) {
-                gpu.writePattern().launch(LaunchConfig.of(Dim3.of(32, 20), Dim3.of(64), 19200, gpu.stream()), dx, N,
+                gpu.writePattern().launch(gpu.stream(), LaunchConfig.of(Dim3.of(32, 20), Dim3.of(64), 19200), dx, N,
                         1f, 0f);
-                gpu.saxpy().launch(LaunchConfig.of(Dim3.of(256, 2), Dim3.of(8, 32), 0, gpu.stream()), N, 1f, dx, dy);
+                gpu.saxpy().launch(gpu.stream(), LaunchConfig.of(Dim3.of(256, 2), Dim3.of(8, 32), 0), N, 1f, dx, dy);
                 graph = capture.end();
             }
             try (graph) {
@@ -332,8 +331,7 @@ class GraphTest {
         // the kernel node upstream of it has run, and would call a fresh dx uninitialized.
         dx.memset(0xFF);
         CudaGraph graph = CudaGraph.create();
-        graph.addKernel(KernelLaunch.of(ownLibrary.kernel("write_pattern"), Dim3.of(40), Dim3.of(256), 0,
-                dx, N, 1f, 7f));
+        graph.addKernel(KernelLaunch.of(ownLibrary.kernel("write_pattern"), CONFIG, dx, N, 1f, 7f));
         graph.addMemcpy(dy, dx, graph.nodes().get(0));
         try (GraphExec exec = graph.instantiate()) {
             graph.close();
@@ -363,24 +361,46 @@ class GraphTest {
             capture.end().close();
             assertThrows(IllegalStateException.class, capture::end);
             IllegalArgumentException wrongArgs = assertThrows(IllegalArgumentException.class, () -> a.addKernel(
-                    KernelLaunch.of(gpu.saxpy(), Dim3.of(1), Dim3.of(1), 0, N, 2.0)));
+                    KernelLaunch.of(gpu.saxpy(), LaunchConfig.of(Dim3.of(1), Dim3.of(1)), N, 2.0)));
             assertTrue(wrongArgs.getMessage().startsWith("kernel saxpy takes 4 parameters"), wrongArgs.getMessage());
+        }
+    }
+
+    /** A kernel node holds grid, block and shared memory: a configuration with a launch attribute is refused. */
+    @Test
+    void aKernelNodeRefusesLaunchAttributesByName() {
+        try (DeviceBuffer dx = gpu.device().allocateFloats(N); DeviceBuffer dy = gpu.device().allocateFloats(N);
+                CudaGraph graph = CudaGraph.create()) {
+            KernelLaunch axpy = KernelLaunch.of(gpu.saxpy(), CONFIG, N, 2f, dx, dy);
+            GraphNode node = graph.addKernel(axpy);
+            IllegalArgumentException programmatic = assertThrows(IllegalArgumentException.class,
+                    () -> graph.addKernel(axpy.withConfig(CONFIG.withProgrammaticDependentLaunch()), node));
+            assertEquals("a kernel node of saxpy cannot launch with programmatic dependent launch: in a graph it is "
+                    + "an edge, added with addProgrammaticDependency", programmatic.getMessage());
+            IllegalArgumentException cluster = assertThrows(IllegalArgumentException.class,
+                    () -> graph.addKernel(axpy.withConfig(CONFIG.withCluster(Dim3.of(2)))));
+            assertTrue(cluster.getMessage().contains("not a cluster shape"), cluster.getMessage());
+            assertEquals(List.of(node), graph.nodes(), "no node was added");
+            try (GraphExec exec = graph.instantiate()) {
+                IllegalArgumentException cooperative = assertThrows(IllegalArgumentException.class,
+                        () -> exec.updateKernelNode(node, axpy.withConfig(CONFIG.withCooperativeLaunch())));
+                assertTrue(cooperative.getMessage().contains("not cooperative launch"), cooperative.getMessage());
+            }
         }
     }
 
     /** write x[i] = i + 0.5; then y = a*x + y. */
     private CudaGraph pair(DeviceBuffer dx, DeviceBuffer dy, float a) {
         CudaGraph graph = CudaGraph.create();
-        GraphNode write = graph.addKernel(KernelLaunch.of(gpu.writePattern(), Dim3.of(40), Dim3.of(256), 0,
-                dx, N, 1f, 0.5f));
-        graph.addKernel(KernelLaunch.of(gpu.saxpy(), Dim3.of(40), Dim3.of(256), 0, N, a, dx, dy), write);
+        GraphNode write = graph.addKernel(KernelLaunch.of(gpu.writePattern(), CONFIG, dx, N, 1f, 0.5f));
+        graph.addKernel(KernelLaunch.of(gpu.saxpy(), CONFIG, N, a, dx, dy), write);
         return graph;
     }
 
     private void assertStreamWorks() {
         try (DeviceBuffer out = gpu.device().allocateFloats(64)) {
             out.memset(0xFF);
-            gpu.writePattern().launch(LaunchConfig.of(Dim3.of(1), Dim3.of(64), gpu.stream()), out, 64, 1f, 0f);
+            gpu.writePattern().launch(gpu.stream(), LaunchConfig.of(Dim3.of(1), Dim3.of(64)), out, 64, 1f, 0f);
             gpu.stream().synchronize();
             assertEquals(63f, out.toFloatArray()[63]);
         }

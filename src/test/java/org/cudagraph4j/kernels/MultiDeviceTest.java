@@ -22,6 +22,7 @@ import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.Dim3;
 import org.cudagraph4j.GpuTest;
 import org.cudagraph4j.KernelLaunch;
+import org.cudagraph4j.LaunchConfig;
 import org.cudagraph4j.PinnedBuffer;
 import org.cudagraph4j.TestData;
 import org.cudagraph4j.graph.CaptureMode;
@@ -108,15 +109,14 @@ class MultiDeviceTest {
                     float[] values = TestData.randomFloats(n, 2);
                     y.copyFrom(values);
                     z.copyFrom(values);
-                    Dim3 grid = Dim3.of(n / 256);
-                    Dim3 block = Dim3.of(256);
+                    LaunchConfig config = LaunchConfig.of(Dim3.of(n / 256), Dim3.of(256));
                     try (CudaGraph graph = CudaGraph.create()) {
                         assertEquals(device, graph.device());
-                        GraphNode node = graph.addKernel(new KernelLaunch(saxpy, grid, block, 0, List.of(n, 2f, x, y)));
+                        GraphNode node = graph.addKernel(new KernelLaunch(saxpy, config, List.of(n, 2f, x, y)));
                         other.makeCurrent();
                         try (GraphExec exec = graph.instantiate()) {
                             other.makeCurrent();
-                            exec.updateKernelNode(node, new KernelLaunch(saxpy, grid, block, 0, List.of(n, 3f, x, z)));
+                            exec.updateKernelNode(node, new KernelLaunch(saxpy, config, List.of(n, 3f, x, z)));
                             exec.launch(stream);
                             stream.synchronize();
                         }

@@ -315,7 +315,7 @@ class SplitKTest {
                     }
                     try (graph) {
                         for (var node : graph.nodes()) {
-                            assertEquals(planned.grid(batch, width), node.kernelParams().orElseThrow().grid(),
+                            assertEquals(planned.grid(batch, width), node.kernelParams().orElseThrow().config().grid(),
                                     "batch " + batch + ": " + planned);
                         }
                     }
@@ -348,6 +348,10 @@ class SplitKTest {
                 assertEquals(3, graph.topologicalOrder().size());
                 assertTrue(graph.toDot().contains("NODE 2: KERNEL"), graph.toDot());
                 assertEquals(List.of(graph.nodes().get(0)), graph.nodes().get(1).dependencies());
+                for (var node : graph.nodes()) {
+                    assertFalse(node.kernelParams().orElseThrow().config().programmaticDependentLaunch(),
+                            "the programmatic edge holds it, not the node's launch: " + node);
+                }
             }
         }
     }
@@ -374,14 +378,13 @@ class SplitKTest {
             int[] expected = bits(y.toFloatArray());
 
             org.cudagraph4j.CudaKernel kernel = gpu.kernels().library().kernel(config.kernelName());
-            org.cudagraph4j.Dim3 block = org.cudagraph4j.Dim3.of(config.threads());
+            org.cudagraph4j.LaunchConfig shape = org.cudagraph4j.LaunchConfig.of(config.grid(batch, width),
+                    org.cudagraph4j.Dim3.of(config.threads()), config.sharedMemBytes());
             try (CudaGraph graph = CudaGraph.create()) {
-                var first = graph.addKernel(org.cudagraph4j.KernelLaunch.of(kernel, config.grid(batch, width),
-                        block, config.sharedMemBytes(), batch, width, width, x, width, w, width, bias, h, width,
-                        workspace.partials(), workspace.tickets()));
-                var second = graph.addKernel(org.cudagraph4j.KernelLaunch.of(kernel,
-                        config.grid(batch, width), block, config.sharedMemBytes(), batch, width, width, h, width, w,
-                        width, bias, y, width, workspace.partials(), workspace.tickets()));
+                var first = graph.addKernel(org.cudagraph4j.KernelLaunch.of(kernel, shape, batch, width, width, x,
+                        width, w, width, bias, h, width, workspace.partials(), workspace.tickets()));
+                var second = graph.addKernel(org.cudagraph4j.KernelLaunch.of(kernel, shape, batch, width, width, h,
+                        width, w, width, bias, y, width, workspace.partials(), workspace.tickets()));
                 var edge = graph.addProgrammaticDependency(first, second);
                 assertTrue(edge.programmatic());
                 assertEquals(List.of(edge), graph.edges());
@@ -394,12 +397,10 @@ class SplitKTest {
                 assertTrue(notKernel.getMessage().contains("is a MEMSET node"), notKernel.getMessage());
             }
             try (CudaGraph graph = CudaGraph.create()) {
-                var first = graph.addKernel(org.cudagraph4j.KernelLaunch.of(kernel, config.grid(batch, width),
-                        block, config.sharedMemBytes(), batch, width, width, x, width, w, width, bias, h, width,
-                        workspace.partials(), workspace.tickets()));
-                var second = graph.addKernel(org.cudagraph4j.KernelLaunch.of(kernel,
-                        config.grid(batch, width), block, config.sharedMemBytes(), batch, width, width, h, width, w,
-                        width, bias, y, width, workspace.partials(), workspace.tickets()));
+                var first = graph.addKernel(org.cudagraph4j.KernelLaunch.of(kernel, shape, batch, width, width, x,
+                        width, w, width, bias, h, width, workspace.partials(), workspace.tickets()));
+                var second = graph.addKernel(org.cudagraph4j.KernelLaunch.of(kernel, shape, batch, width, width, h,
+                        width, w, width, bias, y, width, workspace.partials(), workspace.tickets()));
                 graph.addProgrammaticDependency(first, second);
                 try (GraphExec exec = graph.instantiate()) {
                     for (int replay = 0; replay < 10; replay++) {

@@ -123,7 +123,7 @@ public class BindingOverhead {
     final class ApiCalls implements Calls {
         @Override
         public void launchKernel() {
-            gpu.empty.launch(gpu.emptyLaunch, gpu.noArguments);
+            gpu.empty.launch(gpu.stream, gpu.emptyLaunch, gpu.noArguments);
         }
 
         @Override

@@ -8,6 +8,7 @@ import java.util.concurrent.TimeUnit;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.ElementType;
 import org.cudagraph4j.KernelLaunch;
+import org.cudagraph4j.LaunchConfig;
 import org.cudagraph4j.PinnedBuffer;
 import org.cudagraph4j.Cuda;
 import org.cudagraph4j.graph.ConditionalHandle;
@@ -113,7 +114,7 @@ public class ConditionalGraphs {
 
         private void chain(CudaGraph graph, int length) {
             GraphNode previous = null;
-            KernelLaunch empty = KernelLaunch.of(gpu.empty, Gpu.ONE, Gpu.ONE, 0);
+            KernelLaunch empty = KernelLaunch.of(gpu.empty, LaunchConfig.of(Gpu.ONE, Gpu.ONE));
             for (int i = 0; i < length; i++) {
                 previous = previous == null ? graph.addKernel(empty) : graph.addKernel(empty, previous);
             }
@@ -159,7 +160,7 @@ public class ConditionalGraphs {
             kernels = ConditionalKernels.load();
             remaining = gpu.device.allocate(ElementType.INT32, 1);
             hostFlag = Cuda.allocatePinned(Integer.BYTES);
-            KernelLaunch empty = KernelLaunch.of(gpu.empty, Gpu.ONE, Gpu.ONE, 0);
+            KernelLaunch empty = KernelLaunch.of(gpu.empty, LaunchConfig.of(Gpu.ONE, Gpu.ONE));
             try (CudaGraph graph = CudaGraph.create()) {
                 ConditionalHandle more = graph.conditionalHandle();
                 ConditionalNode loop = graph.whileLoop(more, graph.addKernel(kernels.set(more, remaining)));

@@ -37,8 +37,8 @@ final class Gpu implements AutoCloseable {
         library = CudaLibrary.loadResource(Gpu.class, "empty.fatbin");
         empty = library.kernel("empty_kernel");
         noArguments = empty.arguments();
-        emptyLaunch = LaunchConfig.of(ONE, ONE, stream);
-        empty.launch(emptyLaunch, noArguments);
+        emptyLaunch = LaunchConfig.of(ONE, ONE);
+        empty.launch(stream, emptyLaunch, noArguments);
         stream.synchronize();
     }
 
@@ -46,7 +46,7 @@ final class Gpu implements AutoCloseable {
     CudaGraph captureEmptyChain(int n) {
         try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
             for (int i = 0; i < n; i++) {
-                empty.launch(emptyLaunch, noArguments);
+                empty.launch(stream, emptyLaunch, noArguments);
             }
             return capture.end();
         }

@@ -3,6 +3,7 @@ package org.cudagraph4j.benchmarks;
 import java.util.concurrent.TimeUnit;
 import org.cudagraph4j.Dim3;
 import org.cudagraph4j.KernelLaunch;
+import org.cudagraph4j.LaunchConfig;
 import org.cudagraph4j.graph.CudaGraph;
 import org.cudagraph4j.graph.GraphExec;
 import org.cudagraph4j.graph.GraphNode;
@@ -54,7 +55,7 @@ public class GraphLifecycle {
         exec = template.instantiate();
         middle = template.nodes().get(nodes / 2);
         KernelLaunch params = middle.kernelParams().orElseThrow();
-        shapes = new KernelLaunch[] {params.withLaunchShape(Dim3.of(2), Gpu.ONE, 0), params};
+        shapes = new KernelLaunch[] {params.withConfig(LaunchConfig.of(Dim3.of(2), Gpu.ONE)), params};
     }
 
     @TearDown(Level.Invocation)

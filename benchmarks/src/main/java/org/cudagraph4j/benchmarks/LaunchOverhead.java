@@ -53,7 +53,7 @@ public class LaunchOverhead {
     @Benchmark
     public void eager() {
         for (int i = 0; i < n; i++) {
-            gpu.empty.launch(gpu.emptyLaunch, gpu.noArguments);
+            gpu.empty.launch(gpu.stream, gpu.emptyLaunch, gpu.noArguments);
         }
         gpu.stream.synchronize();
     }

@@ -24,6 +24,7 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import org.cudagraph4j.Dim3;
 import org.cudagraph4j.KernelLaunch;
+import org.cudagraph4j.LaunchConfig;
 import org.cudagraph4j.error.CudaException;
 import org.cudagraph4j.error.CudaRuntimeNotFoundException;
 import org.cudagraph4j.graph.CudaGraph;
@@ -253,7 +254,7 @@ public final class SameProcess {
                 exec = gpu.ready(chain);
                 middle = chain.nodes().get(n / 2);
                 KernelLaunch launch = middle.kernelParams().orElseThrow();
-                shapes = new KernelLaunch[] {launch.withLaunchShape(Dim3.of(2), Gpu.ONE, 0), launch};
+                shapes = new KernelLaunch[] {launch.withConfig(LaunchConfig.of(Dim3.of(2), Gpu.ONE)), launch};
             } else {
                 chain = null;
                 exec = null;
@@ -291,7 +292,7 @@ public final class SameProcess {
             switch (loop) {
                 case EAGER -> {
                     for (int i = 0; i < n; i++) {
-                        gpu.empty.launch(gpu.emptyLaunch, gpu.noArguments);
+                        gpu.empty.launch(gpu.stream, gpu.emptyLaunch, gpu.noArguments);
                     }
                     gpu.stream.synchronize();
                 }

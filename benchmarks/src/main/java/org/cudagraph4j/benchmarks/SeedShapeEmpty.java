@@ -46,8 +46,8 @@ public class SeedShapeEmpty {
     @Setup(Level.Trial)
     public void setUp() {
         gpu = new Gpu();
-        gemmShape = LaunchConfig.of(Dim3.of(32, 20), Dim3.of(64), 19200, gpu.stream);
-        epilogueShape = LaunchConfig.of(Dim3.of(256, 2), Dim3.of(8, 32), 0, gpu.stream);
+        gemmShape = LaunchConfig.of(Dim3.of(32, 20), Dim3.of(64), 19200);
+        epilogueShape = LaunchConfig.of(Dim3.of(256, 2), Dim3.of(8, 32), 0);
         try (StreamCapture capture = StreamCapture.begin(gpu.stream, CaptureMode.GLOBAL)) {
             forward();
             graph = capture.end();
@@ -76,8 +76,8 @@ public class SeedShapeEmpty {
 
     private void forward() {
         for (int l = 0; l < layers; l++) {
-            gpu.empty.launch(gemmShape, gpu.noArguments);
-            gpu.empty.launch(epilogueShape, gpu.noArguments);
+            gpu.empty.launch(gpu.stream, gemmShape, gpu.noArguments);
+            gpu.empty.launch(gpu.stream, epilogueShape, gpu.noArguments);
         }
     }
 }
