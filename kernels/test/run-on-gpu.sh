@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the native check+bench harness (links cuBLAS) and runs it against the committed
-# kernels/build/cg4j_kernels.sm_90.cubin. Run on a machine with a GPU and nvcc; prints a short
-# table last. Logs go to $OUT (if set) or kernels/test/out/.
+# kernels/build/cg4j_kernels.sm_90.cubin, then the tensor-core harness (test/tensor_op_test.cu,
+# compiled from the headers). Run on a machine with a GPU and nvcc; prints a short table last.
+# Logs go to $OUT (if set) or kernels/test/out/.
 set -euo pipefail
 KDIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUTDIR="${OUT:-$KDIR/test/out}"
@@ -30,4 +31,13 @@ set +e
 OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(nproc)}" "$BIN" "$KDIR/build" "$@" 2>&1 | tee "$OUTDIR/harness.log"
 rc=${PIPESTATUS[0]}
 grep -E "128x128x16_3_t[tn]t_align4_lincomb" "$OUTDIR/sass-mix.sm_90.txt" 2>/dev/null | head -20
-exit $rc
+
+echo "building the tensor-core harness..."
+TC_BIN="$(dirname "$BIN")/tensor_op_test"
+"$NVCC" -std=c++17 -O3 -arch=sm_90 -I"$KDIR/include" -Xcompiler -fopenmp \
+  -o "$TC_BIN" "$KDIR/test/tensor_op_test.cu" -lcublas 2> "$OUTDIR/tensor-op-build.txt" \
+  || { cat "$OUTDIR/tensor-op-build.txt"; exit 1; }
+OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(nproc)}" "$TC_BIN" 2>&1 | tee "$OUTDIR/tensor-op.log"
+tc_rc=${PIPESTATUS[0]}
+(( rc != 0 )) && exit $rc
+exit $tc_rc

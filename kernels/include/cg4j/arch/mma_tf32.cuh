@@ -22,11 +22,13 @@ enum class TensorMath {
 
 /// x = big + small, both TF32 in FP32 bit patterns: big is x truncated to TF32 (it cannot overflow),
 /// small the exact residual x - big with 0x1000 added to its bits, so that the tensor core's own
-/// truncation of its low 13 bits rounds it to nearest (ties away). An infinite x gets small = 0,
-/// so that inf * b stays inf rather than inf - inf = NaN; a NaN x gives a NaN residual.
+/// truncation of its low 13 bits rounds it to nearest (ties away). Where the residual is zero (x is
+/// a TF32 value, or infinite) small is 2^-126, the least normal float, instead: a zero small part
+/// would make the cross term inf * 0 = NaN wherever the other operand is infinite, and 2^-126 times a
+/// finite big part is below any FP32 sum that is not itself near underflow. A NaN x gives a NaN big.
 __device__ __forceinline__ void tf32_split(float x, unsigned &big, unsigned &small) {
   big = __float_as_uint(x) & 0xffffe000u;
-  const float residual = x == __uint_as_float(big) ? 0.0f : x - __uint_as_float(big);
+  const float residual = x == __uint_as_float(big) ? 1.17549435e-38f : x - __uint_as_float(big);
   small = __float_as_uint(residual) + 0x1000u;
 }
 

@@ -5,7 +5,7 @@
 // warp owns a WarpShape tile of the output as (kM / 16) x (kN / 8) mma.sync m16n8k8 tiles. Per group
 // of GroupSteps k steps of 8 it loads its A fragments from shared memory and converts them
 // (arch::TensorMath: split into TF32 big and small parts, or left to the tensor core's truncation),
-// then, one n8 column of tiles at a time, the B fragments, and issues 3 or 1 mma per output tile and
+// then, one n8 column of tiles at a time, the B fragments, and runs 3 mma (3xTF32) or 1 per output tile and
 // k step. 3xTF32 sums each group's products in a zeroed partial and promotes it into the FP32
 // accumulator with one add per element: the tensor core's own sums truncate, which over a long K
 // costs more accuracy than the TF32 split itself.

@@ -24,8 +24,8 @@
  * of B whenever B's leading dimension and address allow them (for B stored [n, k]: K a multiple of 4
  * and B 16-byte aligned), else the same tile with 4-byte loads.
  *
- * <p>{@code kernels/build.sh} compiles every instance into one cubin per architecture (sm_80, sm_86,
- * sm_89, sm_90, sm_100 and sm_120) plus PTX for compute_120, all packed in the jar with a manifest.
+ * <p>{@code kernels/build.sh} compiles every instance into one cubin per major architecture (sm_80,
+ * which also runs on 8.6 and 8.9, sm_90, sm_100 and sm_120) plus PTX for compute_120, all packed in the jar with a manifest.
  * {@link org.cudagraph4j.kernels.ShippedKernels#load ShippedKernels.load(device)} picks the cubin of
  * the device's major version with the highest minor not above the device's; failing that, the PTX,
  * which the driver compiles when it is loaded and which needs compute capability 12.0 or newer. A

@@ -99,8 +99,12 @@ class SgemmAlign4Test {
     @Test
     void thePinnedInstanceRefusesAnOddKAndAMisalignedB() {
         for (GemmConfig config : transposedAlign4()) {
-            try (DeviceBuffer a = gpu.allocateFloats(8 * 132); DeviceBuffer b = gpu.allocateFloats(64 * 132 + 4);
-                    DeviceBuffer bias = gpu.allocateFloats(64); DeviceBuffer c = gpu.allocateFloats(8 * 64)) {
+            long seed = TestData.newSeed();
+            // Random operands: the one launch that is legal reads them (initcheck flags unwritten memory).
+            try (DeviceBuffer a = gpu.upload(TestData.randomFloats(8 * 132, seed));
+                    DeviceBuffer b = gpu.upload(TestData.randomFloats(64 * 132 + 4, seed + 1));
+                    DeviceBuffer bias = gpu.upload(TestData.randomFloats(64, seed + 2));
+                    DeviceBuffer c = gpu.allocateFloats(8 * 64)) {
                 DeviceBuffer biasOrNull = config.epilogue() == GemmConfig.Epilogue.BIAS_RELU ? bias : null;
                 IllegalArgumentException oddK = assertThrows(IllegalArgumentException.class, () -> gpu.sgemm()
                         .multiply(gpu.stream(), config, operands(131, a, b, c, biasOrNull), null));

@@ -87,7 +87,7 @@ class TensorCoreSgemmTest {
         try (GemmCase problem = new GemmCase(gpu.device(), m, n, k, true)) {
             double simt = error(problem, "cg4j_simt_sgemm_f32_128x128x16_3_tnt_align1_bias_f32_relu");
             double threeTf32 = error(problem, "cg4j_tensorop_3xtf32_sgemm_f32_64x64x32_4_tnt_align4_bias_f32_relu_splitk");
-            double tf32 = error(problem, "cg4j_tensorop_tf32_sgemm_f32_64x64x32_4_tnt_align4_bias_f32_relu_splitk");
+            double tf32 = error(problem, "cg4j_tensorop_tf32_sgemm_f32_64x64x32_4_tnt_align1_bias_f32_relu_splitk");
             assertTrue(threeTf32 <= simt * 1.5, "3xTF32 " + threeTf32 + " against SIMT " + simt);
             assertTrue(tf32 > 10 * threeTf32 && tf32 < Reference.TF32_TOLERANCE, "TF32 " + tf32);
         }
