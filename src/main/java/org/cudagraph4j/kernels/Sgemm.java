@@ -10,7 +10,7 @@ import org.cudagraph4j.Dim3;
 import org.cudagraph4j.LaunchConfig;
 
 /**
- * Single-precision matrix product on the shipped SIMT kernels, for row-major matrices:
+ * Single-precision matrix product on the shipped kernels, for row-major matrices:
  * {@code C = alpha * A * B + beta * C}, with A [m, k], B [k, n] (or B stored transposed, [n, k])
  * and C [m, n], all dense. Any m, n, k of at least 1. The problem is a {@link GemmOperands}:
  *
@@ -20,8 +20,11 @@ import org.cudagraph4j.LaunchConfig;
  * }</pre>
  *
  * <p>The instance is chosen by problem size (the large 128x128 tile once it fills every SM, the
- * seed's 64x32 tile below that, split-K or GEMV instances for skinny problems), or pinned with
- * {@link #multiply(CudaStream, GemmConfig, GemmOperands, GemmWorkspace)}. With {@code beta == 0},
+ * seed's 64x32 tile below that, split-K or GEMV instances for skinny problems) and by the
+ * {@link #withMathMode math mode}: {@link MathMode#FP32}, the default, takes the 3xTF32 tensor-core
+ * instances from K = 1024 where they were measured faster, {@link MathMode#SIMT_FP32} never does,
+ * {@link MathMode#TF32X3} and {@link MathMode#TF32} always take their own. Or the instance is pinned
+ * with {@link #multiply(CudaStream, GemmConfig, GemmOperands, GemmWorkspace)}. With {@code beta == 0},
  * C is not read, so it may hold anything, NaN included.
  *
  * <p>{@link #withProgrammaticDependentLaunch()} gives an Sgemm whose launches may overlap the

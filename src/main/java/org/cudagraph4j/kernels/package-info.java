@@ -1,6 +1,8 @@
 /**
- * The CUDA kernels shipped in the cudagraph4j jar: a CUTLASS-style SIMT single-precision GEMM with
- * fused epilogues ({@link org.cudagraph4j.kernels.Sgemm}), a standalone bias+ReLU epilogue
+ * The CUDA kernels shipped in the cudagraph4j jar: a CUTLASS-style single-precision GEMM with
+ * fused epilogues ({@link org.cudagraph4j.kernels.Sgemm}) on CUDA cores and on the TF32 tensor
+ * cores (3xTF32, FP32-accurate, and plain TF32; see {@link org.cudagraph4j.kernels.MathMode}), a
+ * standalone bias+ReLU epilogue
  * ({@link org.cudagraph4j.kernels.BiasRelu}), and the two put together as {@code torch.nn.Linear}
  * followed by ReLU ({@link org.cudagraph4j.kernels.Linear}).
  *

@@ -31,7 +31,8 @@ class ImageValidatorTest {
     @Test
     void everyShippedImagePasses() {
         List<String> images = shippedImages();
-        assertTrue(images.size() >= 8, images.toString());
+        // The four cubins and the kernels' PTX, the conditional kernels' PTX and the test fatbin.
+        assertTrue(images.size() >= 7, images.toString());
         for (String name : images) {
             Kind expected = name.endsWith(".ptx") ? Kind.PTX : name.endsWith(".cubin") ? Kind.CUBIN : Kind.FATBIN;
             assertEquals(expected, ImageValidator.validate(name, resource(name)), name);
