@@ -82,6 +82,35 @@ class KernelManifestTest {
         assertEquals(50688, config("cg4j_simt_sgemm_f32_128x128x16_3_tnt_align4_lincomb").sharedMemBytes());
     }
 
+    @Test
+    void tensorCoreInstancesCarryTheirMathAndReadAAsTheyReadB() {
+        GemmConfig large = config("cg4j_tensorop_3xtf32_sgemm_f32_128x128x32_3_tnt_align4_bias_f32_relu");
+        assertEquals(MathMode.TF32X3, large.math());
+        assertEquals(4, large.alignmentA());
+        assertEquals(110592, large.sharedMemBytes(), "above the 99 KB a block of sm_86, sm_89 or sm_120 may have");
+        GemmConfig split = config("cg4j_tensorop_tf32_sgemm_f32_64x64x32_4_ttt_align1_lincomb_splitk");
+        assertEquals(MathMode.TF32, split.math());
+        assertEquals(1, split.alignmentA());
+        assertTrue(split.splitK());
+        assertEquals(MathMode.SIMT_FP32, config("cg4j_simt_sgemm_f32_64x32x16_3_tnt_align1_lincomb").math());
+        assertEquals(20, manifest.gemmConfigs().stream().filter(c -> c.math().tensorCores()).count());
+    }
+
+    @Test
+    void anUnknownMathIsRefusedByName() {
+        java.util.Properties properties = new java.util.Properties();
+        properties.setProperty("kernels", "k");
+        for (String key : new String[] {"tileM", "tileN", "tileK", "stages", "threads", "sharedMemBytes", "alignment"}) {
+            properties.setProperty("kernel.k." + key, "1");
+        }
+        properties.setProperty("kernel.k.family", "sgemm_lincomb");
+        properties.setProperty("kernel.k.layout", "ttt");
+        properties.setProperty("kernel.k.math", "fp8");
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> new KernelManifest(properties).gemmConfigs());
+        assertEquals("kernels manifest: k has an unknown math fp8", e.getMessage());
+    }
+
     private GemmConfig config(String name) {
         return manifest.gemmConfigs().stream().filter(c -> c.kernelName().equals(name)).findFirst()
                 .orElseThrow(() -> new AssertionError(name + " is not in the manifest"));
