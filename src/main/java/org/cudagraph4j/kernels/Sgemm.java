@@ -340,7 +340,8 @@ public final class Sgemm {
         }
         int slices = measured ? tuning.tensorCoreSlicesFor(entry, multiprocessors)
                 : split.grid(m, n).volume() < multiprocessors ? 2 : 1;
-        return split.withSlices(Math.min(slices, split.maxSlices(k)));
+        // K = 0 has no k-tiles; the choosing overloads that take no operands allow it.
+        return split.withSlices(Math.max(1, Math.min(slices, split.maxSlices(k))));
     }
 
     /**

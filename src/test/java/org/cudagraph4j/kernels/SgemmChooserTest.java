@@ -138,6 +138,8 @@ class SgemmChooserTest {
             assertEquals(1, odd.alignment(), "K = 4095: A's rows are not 16-byte aligned");
             assertEquals(1, odd.slices(), "4096 tiles fill the SMs");
             assertEquals(1, tensor(mode, 7, 9, 3, ALLOCATION, ALLOCATION).slices(), "K of one k-tile");
+            assertEquals(1, Sgemm.tensorCorePlan(CONFIGS, TUNING, H200_MULTIPROCESSORS, mode, null, 7, 9, 0, true,
+                    GemmConfig.Epilogue.BIAS_RELU, ALLOCATION, ALLOCATION).slices(), "K = 0, no k-tile at all");
         }
     }
 
