@@ -25,6 +25,11 @@ struct GemvSimt {
   static constexpr int kTileN = Warps * ColumnsPerWarp;
   /// K consumed by one step of a warp: 32 lanes of one float4.
   static constexpr int kTileK = 128;
+  /// k-steps whose loads a lane has in flight at once.
+  static constexpr int kUnroll = 4;
+  /// Weights up to this size are prefetched whole, larger ones only their first kUnroll k-steps: a
+  /// third of an H100's or H200's L2, so that the lines a kernel asks for are still there when it reads them.
+  static constexpr long long kPrefetchAllBytes = 16ll << 20;
 
   __device__ __forceinline__ static void run(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                                              typename OutputOp::Params const &output_params, const float *C, int ldc,
@@ -33,6 +38,7 @@ struct GemvSimt {
     const int n0 = (blockIdx.y * Warps + (threadIdx.x >> 5)) * ColumnsPerWarp;
     const int m0 = blockIdx.x * Rows;
     const int rows = min(Rows, M - m0);
+    if (n0 < N) prefetch_weights(N, K, B, ldb, n0, lane);
     // A is the previous kernel's output: wait for it (PDL), then let the next kernel launch; its
     // own wait holds it until this grid has finished and its writes are visible.
     arch::wait_for_prerequisite_grids();
@@ -47,7 +53,7 @@ struct GemvSimt {
 
     // Four k-steps in flight: their loads are issued before the first is used (K = 512 is four
     // steps a lane, so a whole layer's loads go out at once). sm_90: 60 and 78 registers, no spills.
-#pragma unroll 4
+#pragma unroll kUnroll
     for (int k = lane * 4; k < K; k += kTileK) {
       float4 b[ColumnsPerWarp];
 #pragma unroll
@@ -95,6 +101,20 @@ struct GemvSimt {
           D[row * ldd + col] = op.is_source_needed() ? op(out[c], C[row * ldc + col], col) : op(out[c], col);
         }
       }
+    }
+  }
+
+  /// Asks L2 for this warp's columns of B, one 128-byte line a lane at a time, before the wait for
+  /// the previous kernel (PDL): a layer's weights are read from DRAM while that kernel finishes
+  /// instead of after it. Only a hint: L2 is where every multiprocessor's stores land, so a line
+  /// that kernel writes later is still read as written.
+  __device__ __forceinline__ static void prefetch_weights(int N, int K, const float *B, int ldb, int n0, int lane) {
+    constexpr int kFloatsPerLine = 32;
+    const bool all = (long long)N * K * sizeof(float) <= kPrefetchAllBytes;
+    const int k_span = all ? K : min(K, kUnroll * kTileK);
+    for (int c = 0; c < ColumnsPerWarp && n0 + c < N; ++c) {
+      const float *column = B + (long long)(n0 + c) * ldb;
+      for (int k = lane * kFloatsPerLine; k < k_span; k += 32 * kFloatsPerLine) arch::prefetch_l2(column + k);
     }
   }
 };
