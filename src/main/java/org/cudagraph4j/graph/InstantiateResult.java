@@ -5,34 +5,27 @@ import org.cudagraph4j.CudaEnum;
 /** Why instantiation failed ({@code cudaGraphInstantiateResult}). */
 public enum InstantiateResult implements CudaEnum {
     /** Instantiation succeeded. */
-    SUCCESS(0, "cudaGraphInstantiateSuccess"),
+    SUCCESS,
     /** Failed for an unexpected reason, which the returned error describes; also any unknown value. */
-    ERROR(1, "cudaGraphInstantiateError"),
+    ERROR,
     /** The graph's structure is invalid, e.g. it has a cycle. */
-    INVALID_STRUCTURE(2, "cudaGraphInstantiateInvalidStructure"),
+    INVALID_STRUCTURE,
     /** For device launch: the graph holds an operation that device-launched graphs do not support. */
-    NODE_OPERATION_NOT_SUPPORTED(3, "cudaGraphInstantiateNodeOperationNotSupported"),
+    NODE_OPERATION_NOT_SUPPORTED,
     /** For device launch: the nodes belong to different contexts. */
-    MULTIPLE_DEVICES_NOT_SUPPORTED(4, "cudaGraphInstantiateMultipleDevicesNotSupported"),
+    MULTIPLE_DEVICES_NOT_SUPPORTED,
     /** A conditional handle is not associated with any conditional node. */
-    CONDITIONAL_HANDLE_UNUSED(5, "cudaGraphInstantiateConditionalHandleUnused");
-
-    private final int value;
-    private final String cudaName;
-
-    InstantiateResult(int value, String cudaName) {
-        this.value = value;
-        this.cudaName = cudaName;
-    }
+    CONDITIONAL_HANDLE_UNUSED;
 
     /**
-     * The {@code cudaGraphInstantiateResult} value.
+     * The {@code cudaGraphInstantiateResult} value: the constants stand in the runtime's
+     * order, so it is {@link #ordinal()}.
      *
      * @return the raw value
      */
     @Override
     public int value() {
-        return value;
+        return ordinal();
     }
 
     /**
@@ -41,7 +34,7 @@ public enum InstantiateResult implements CudaEnum {
      * @return the enumerator's name, e.g. {@code cudaGraphInstantiateInvalidStructure}
      */
     public String cudaName() {
-        return cudaName;
+        return RuntimeNames.enumerator("cudaGraphInstantiate", this);
     }
 
     /**

@@ -8,40 +8,33 @@ import org.cudagraph4j.CudaEnum;
  */
 public enum UpdateResult implements CudaEnum {
     /** The update succeeded. */
-    SUCCESS(0, "cudaGraphExecUpdateSuccess"),
+    SUCCESS,
     /** Failed for an unexpected reason, which the returned error describes; also any unknown value. */
-    ERROR(1, "cudaGraphExecUpdateError"),
+    ERROR,
     /** The topology changed. */
-    TOPOLOGY_CHANGED(2, "cudaGraphExecUpdateErrorTopologyChanged"),
+    TOPOLOGY_CHANGED,
     /** A node's type changed. */
-    NODE_TYPE_CHANGED(3, "cudaGraphExecUpdateErrorNodeTypeChanged"),
+    NODE_TYPE_CHANGED,
     /** A kernel node's function changed (reported by CUDA drivers before 11.2). */
-    FUNCTION_CHANGED(4, "cudaGraphExecUpdateErrorFunctionChanged"),
+    FUNCTION_CHANGED,
     /** A node's parameters changed in a way that update does not support. */
-    PARAMETERS_CHANGED(5, "cudaGraphExecUpdateErrorParametersChanged"),
+    PARAMETERS_CHANGED,
     /** Something about a node is not supported by update. */
-    NOT_SUPPORTED(6, "cudaGraphExecUpdateErrorNotSupported"),
+    NOT_SUPPORTED,
     /** A kernel node's function changed in an unsupported way. */
-    UNSUPPORTED_FUNCTION_CHANGE(7, "cudaGraphExecUpdateErrorUnsupportedFunctionChange"),
+    UNSUPPORTED_FUNCTION_CHANGE,
     /** A node's attributes changed in a way that update does not support. */
-    ATTRIBUTES_CHANGED(8, "cudaGraphExecUpdateErrorAttributesChanged");
-
-    private final int value;
-    private final String cudaName;
-
-    UpdateResult(int value, String cudaName) {
-        this.value = value;
-        this.cudaName = cudaName;
-    }
+    ATTRIBUTES_CHANGED;
 
     /**
-     * The {@code cudaGraphExecUpdateResult} value.
+     * The {@code cudaGraphExecUpdateResult} value: the constants stand in the runtime's
+     * order, so it is {@link #ordinal()}.
      *
      * @return the raw value
      */
     @Override
     public int value() {
-        return value;
+        return ordinal();
     }
 
     /**
@@ -50,7 +43,7 @@ public enum UpdateResult implements CudaEnum {
      * @return the enumerator's name, e.g. {@code cudaGraphExecUpdateErrorTopologyChanged}
      */
     public String cudaName() {
-        return cudaName;
+        return RuntimeNames.enumerator(ordinal() <= ERROR.ordinal() ? "cudaGraphExecUpdate" : "cudaGraphExecUpdateError", this);
     }
 
     /**
