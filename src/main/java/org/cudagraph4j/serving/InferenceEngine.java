@@ -15,6 +15,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
@@ -103,20 +104,66 @@ public final class InferenceEngine implements AutoCloseable {
         final MemorySegment output;
         final T answer;
         final AtomicInteger piecesLeft;
-        final CompletableFuture<T> future = new CompletableFuture<>();
+        final Outcome<T> future;
         final long submittedNanos = System.nanoTime();
 
-        Request(MemorySegment input, MemorySegment output, T answer, int pieces) {
+        Request(MemorySegment input, MemorySegment output, T answer, int pieces, InferenceEngine engine) {
             this.input = input;
             this.output = output;
             this.answer = answer;
             this.piecesLeft = new AtomicInteger(pieces);
+            this.future = new Outcome<>(engine, submittedNanos);
         }
 
         void pieceServed() {
             if (piecesLeft.decrementAndGet() == 0) {
                 future.complete(answer);
             }
+        }
+    }
+
+    /**
+     * A request's future, which the engine counts as completed or failed before it is done: a client
+     * that has its answer (or its failure, its timeout, its cancellation) finds it in
+     * {@link #metrics()}. Counted from a dependent stage, it could be seen done first: stages run
+     * last registered first, so a client's own would run before the count.
+     */
+    private static final class Outcome<T> extends CompletableFuture<T> {
+        private final InferenceEngine engine;
+        private final long submittedNanos;
+        private final AtomicBoolean settled = new AtomicBoolean();
+
+        Outcome(InferenceEngine engine, long submittedNanos) {
+            this.engine = engine;
+            this.submittedNanos = submittedNanos;
+        }
+
+        @Override
+        public boolean complete(T value) {
+            if (!settled.compareAndSet(false, true)) {
+                return false;
+            }
+            engine.completed.increment();
+            engine.latency.record(TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - submittedNanos));
+            return super.complete(value);
+        }
+
+        @Override
+        public boolean completeExceptionally(Throwable failure) {
+            return settleFailed() && super.completeExceptionally(failure);
+        }
+
+        @Override
+        public boolean cancel(boolean mayInterruptIfRunning) {
+            return settleFailed() && super.cancel(mayInterruptIfRunning);
+        }
+
+        private boolean settleFailed() {
+            if (!settled.compareAndSet(false, true)) {
+                return false;
+            }
+            engine.failed.increment();
+            return true;
         }
     }
 
@@ -341,9 +388,8 @@ public final class InferenceEngine implements AutoCloseable {
                 rejected.increment();
                 return CompletableFuture.failedFuture(new QueueFullException(pieces, options.queueCapacity()));
             }
-            Request<T> request = new Request<>(input, output, answer, pieces);
+            Request<T> request = new Request<>(input, output, answer, pieces, this);
             request.future.orTimeout(options.requestTimeout().toNanos(), TimeUnit.NANOSECONDS);
-            request.future.whenComplete((result, failure) -> finished(request, failure));
             for (int first = 0; first < rowCount; first += largest) {
                 queue.add(Piece.of(request, first, Math.min(largest, rowCount - first)));
             }
@@ -351,15 +397,6 @@ public final class InferenceEngine implements AutoCloseable {
             return request.future;
         } finally {
             admission.readLock().unlock();
-        }
-    }
-
-    private void finished(Request<?> request, Throwable failure) {
-        if (failure == null) {
-            completed.increment();
-            latency.record(TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - request.submittedNanos));
-        } else {
-            failed.increment();
         }
     }
 

@@ -216,6 +216,28 @@ class InferenceEngineTest {
     }
 
     @Test
+    void aClientThatHasItsAnswerOrItsFailureFindsItInTheMetrics() throws Exception {
+        List<FakeLane> lanes = lanes(1);
+        CountDownLatch gate = new CountDownLatch(1);
+        lanes.get(0).gate = gate;
+        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes,
+                options().withLanes(1).withRequestTimeout(Duration.ofMillis(200)))) {
+            // Stages registered by the client run when its future completes, on the completing thread.
+            CompletableFuture<Long> failedSeen = engine.submit(rows(1, 2)).handle((answer, failure) ->
+                    engine.metrics().failed());
+            assertEquals(1, failedSeen.get(20, TimeUnit.SECONDS), "timed out at the gate and counted first");
+            CompletableFuture<float[]> cancelled = engine.submit(rows(2, 2));
+            CompletableFuture<Long> cancelSeen = cancelled.handle((answer, failure) -> engine.metrics().failed());
+            assertTrue(cancelled.cancel(false));
+            assertEquals(2, cancelSeen.get(20, TimeUnit.SECONDS));
+            gate.countDown();
+            CompletableFuture<Long> completedSeen = engine.submit(rows(3, 2)).thenApply(answer ->
+                    engine.metrics().completed());
+            assertEquals(1, completedSeen.get(20, TimeUnit.SECONDS), "answered and counted first");
+        }
+    }
+
+    @Test
     void aTimedOutOrCancelledRequestLeavesItsBatchmatesRight() throws Exception {
         List<FakeLane> lanes = lanes(1);
         CountDownLatch gate = new CountDownLatch(1);
