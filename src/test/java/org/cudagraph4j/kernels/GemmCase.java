@@ -20,6 +20,9 @@ final class GemmCase implements AutoCloseable {
     private final float[] c;
     private final double[] linear;
     private final double[] fused;
+    /** The references' sums over magnitudes, which {@link #assertClose} measures the error against. */
+    private final double[] linearScale;
+    private final double[] fusedScale;
     private final DeviceBuffer a;
     private final DeviceBuffer bAllocation;
     private final DeviceBuffer b;
@@ -42,6 +45,11 @@ final class GemmCase implements AutoCloseable {
         float[] hostBias = TestData.randomFloats(n, seed + 3);
         this.linear = Reference.gemm(m, n, k, 1.5, hostA, hostB, bTransposed, -0.75, c);
         this.fused = Reference.biasRelu(Reference.gemm(m, n, k, 1, hostA, hostB, bTransposed, 0, c), m, n, hostBias);
+        float[] absA = Reference.abs(hostA);
+        float[] absB = Reference.abs(hostB);
+        this.linearScale = Reference.gemm(m, n, k, 1.5, absA, absB, bTransposed, 0.75, Reference.abs(c));
+        this.fusedScale = Reference.biasRelu(Reference.gemm(m, n, k, 1, absA, absB, bTransposed, 0, c), m, n,
+                Reference.abs(hostBias));
         this.a = TestData.upload(device, hostA);
         float[] shiftedB = new float[bOffset + hostB.length];
         System.arraycopy(hostB, 0, shiftedB, bOffset, hostB.length);
@@ -53,8 +61,18 @@ final class GemmCase implements AutoCloseable {
 
     /** Runs {@code config} (through {@code workspace}, which may be null) and compares with the reference. */
     void check(ShippedKernels kernels, CudaStream stream, GemmConfig config, GemmWorkspace workspace) {
-        Reference.assertClose(expected(config.epilogue()), run(kernels, stream, config, workspace),
-                describe(config), Reference.tolerance(config));
+        assertClose(config.epilogue(), run(kernels, stream, config, workspace), describe(config),
+                Reference.tolerance(config));
+    }
+
+    /**
+     * {@code actual} finite and within {@code tolerance} of the reference, normwise, relative to the
+     * sums' magnitudes ({@link Reference#assertCloseToScale}): the small shapes here cancel often.
+     */
+    void assertClose(GemmConfig.Epilogue epilogue, float[] actual, String what, double tolerance) {
+        boolean linearCombination = epilogue == GemmConfig.Epilogue.LINEAR_COMBINATION;
+        Reference.assertCloseToScale(expected(epilogue), linearCombination ? linearScale : fusedScale, actual, what,
+                tolerance);
     }
 
     /**

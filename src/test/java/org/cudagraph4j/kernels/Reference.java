@@ -94,6 +94,36 @@ final class Reference {
         assertTrue(relative < tolerance, what + ": relative error " + relative);
     }
 
+    /**
+     * Every element finite and ‖out − ref‖ / ‖scale‖ under {@code tolerance}, where {@code scale} is
+     * the same sums over magnitudes (Σ|a·b| and the magnitudes of the other terms): the scale FP32's
+     * rounding error works on. Unlike ‖ref‖ it does not vanish where a sum cancels: a 1 x 1 x 4
+     * product of 0.0018 whose terms add up to 1.35 in magnitude is off by 1.5e-5 of itself when every
+     * product is rounded correctly.
+     */
+    static void assertCloseToScale(double[] expected, double[] scale, float[] actual, String what, double tolerance) {
+        double error = 0;
+        double norm = 0;
+        for (int i = 0; i < expected.length; i++) {
+            assertFalse(Float.isNaN(actual[i]) || Float.isInfinite(actual[i]),
+                    what + ": element " + i + " is " + actual[i] + " (never written?)");
+            double difference = actual[i] - expected[i];
+            error += difference * difference;
+            norm += scale[i] * scale[i];
+        }
+        double relative = norm == 0 ? Math.sqrt(error) : Math.sqrt(error / norm);
+        assertTrue(relative < tolerance, what + ": error " + relative + " of the sums' magnitude");
+    }
+
+    /** Each element's magnitude. */
+    static float[] abs(float[] values) {
+        float[] result = new float[values.length];
+        for (int i = 0; i < values.length; i++) {
+            result[i] = Math.abs(values[i]);
+        }
+        return result;
+    }
+
     /** ‖out − ref‖ / ‖ref‖. */
     static double relativeError(double[] expected, float[] actual) {
         double error = 0;

@@ -60,7 +60,7 @@ class SgemmAlign4Test {
             for (GemmConfig config : transposedAlign4()) {
                 String what = problem.describe(config);
                 float[] first = problem.run(gpu.kernels(), gpu.stream(), config, null);
-                Reference.assertClose(problem.expected(config.epilogue()), first, what);
+                problem.assertClose(config.epilogue(), first, what, Reference.TOLERANCE);
                 for (int run = 1; run < 3; run++) {
                     assertArrayEquals(bits(first), bits(problem.run(gpu.kernels(), gpu.stream(), config, null)),
                             what + " run " + run);
@@ -168,7 +168,8 @@ class SgemmAlign4Test {
                 assertEquals(c.alignment(), chosen.alignment(), c + " " + chosen);
                 assertEquals(64, chosen.tileM(), chosen.toString());
                 float[] first = problem.run(gpu.kernels(), gpu.stream(), chosen, null);
-                Reference.assertClose(problem.expected(GemmConfig.Epilogue.BIAS_RELU), first, problem.describe(chosen));
+                problem.assertClose(GemmConfig.Epilogue.BIAS_RELU, first, problem.describe(chosen),
+                        Reference.TOLERANCE);
                 assertArrayEquals(bits(first), bits(problem.run(gpu.kernels(), gpu.stream(), chosen, null)),
                         problem.describe(chosen) + " second run");
             }

@@ -59,7 +59,7 @@ class TensorCoreSgemmTest {
                 for (int s : slices) {
                     GemmConfig launch = config.withSlices(s);
                     float[] first = problem.run(gpu.kernels(), gpu.stream(), launch, workspace);
-                    Reference.assertClose(problem.expected(config.epilogue()), first, problem.describe(launch),
+                    problem.assertClose(config.epilogue(), first, problem.describe(launch),
                             Reference.tolerance(config));
                     assertArrayEquals(bits(first), bits(problem.run(gpu.kernels(), gpu.stream(), launch, workspace)),
                             problem.describe(launch) + " second run");
