@@ -81,17 +81,7 @@ final class Reference {
 
     /** Every element finite and ‖out − ref‖ / ‖ref‖ under {@code tolerance}. */
     static void assertClose(double[] expected, float[] actual, String what, double tolerance) {
-        double error = 0;
-        double norm = 0;
-        for (int i = 0; i < expected.length; i++) {
-            assertFalse(Float.isNaN(actual[i]) || Float.isInfinite(actual[i]),
-                    what + ": element " + i + " is " + actual[i] + " (never written?)");
-            double difference = actual[i] - expected[i];
-            error += difference * difference;
-            norm += expected[i] * expected[i];
-        }
-        double relative = norm == 0 ? Math.sqrt(error) : Math.sqrt(error / norm);
-        assertTrue(relative < tolerance, what + ": relative error " + relative);
+        assertWithin(expected, expected, actual, tolerance, what, "relative error");
     }
 
     /**
@@ -102,6 +92,12 @@ final class Reference {
      * product is rounded correctly.
      */
     static void assertCloseToScale(double[] expected, double[] scale, float[] actual, String what, double tolerance) {
+        assertWithin(expected, scale, actual, tolerance, what, "error relative to the sums' magnitude");
+    }
+
+    /** Every element finite and ‖out − ref‖ / ‖scale‖ under {@code tolerance}; {@code measure} names the ratio. */
+    private static void assertWithin(double[] expected, double[] scale, float[] actual, double tolerance, String what,
+            String measure) {
         double error = 0;
         double norm = 0;
         for (int i = 0; i < expected.length; i++) {
@@ -112,7 +108,7 @@ final class Reference {
             norm += scale[i] * scale[i];
         }
         double relative = norm == 0 ? Math.sqrt(error) : Math.sqrt(error / norm);
-        assertTrue(relative < tolerance, what + ": error " + relative + " of the sums' magnitude");
+        assertTrue(relative < tolerance, what + ": " + measure + " " + relative);
     }
 
     /** Each element's magnitude. */

@@ -215,13 +215,18 @@ class InferenceEngineTest {
         }
     }
 
+    /** One lane that holds each batch until {@code gate} opens, and a deadline of 200 ms a request. */
+    private static InferenceEngine gatedEngine(CountDownLatch gate) {
+        List<FakeLane> lanes = lanes(1);
+        lanes.get(0).gate = gate;
+        return new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes,
+                options().withLanes(1).withRequestTimeout(Duration.ofMillis(200)));
+    }
+
     @Test
     void aClientThatHasItsAnswerOrItsFailureFindsItInTheMetrics() throws Exception {
-        List<FakeLane> lanes = lanes(1);
         CountDownLatch gate = new CountDownLatch(1);
-        lanes.get(0).gate = gate;
-        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes,
-                options().withLanes(1).withRequestTimeout(Duration.ofMillis(200)))) {
+        try (InferenceEngine engine = gatedEngine(gate)) {
             // Stages registered by the client run when its future completes, on the completing thread.
             CompletableFuture<Long> failedSeen = engine.submit(rows(1, 2)).handle((answer, failure) ->
                     engine.metrics().failed());
@@ -239,11 +244,8 @@ class InferenceEngineTest {
 
     @Test
     void aTimedOutOrCancelledRequestLeavesItsBatchmatesRight() throws Exception {
-        List<FakeLane> lanes = lanes(1);
         CountDownLatch gate = new CountDownLatch(1);
-        lanes.get(0).gate = gate;
-        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes,
-                options().withLanes(1).withRequestTimeout(Duration.ofMillis(200)))) {
+        try (InferenceEngine engine = gatedEngine(gate)) {
             CompletableFuture<float[]> blocking = engine.submit(rows(1, 64));
             Thread.sleep(50); // the first batch is now held at the gate
             CompletableFuture<float[]> cancelled = engine.submit(rows(2, 3));
