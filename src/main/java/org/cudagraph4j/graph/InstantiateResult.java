@@ -18,8 +18,8 @@ public enum InstantiateResult implements CudaEnum {
     CONDITIONAL_HANDLE_UNUSED;
 
     /**
-     * The {@code cudaGraphInstantiateResult} value: the constants stand in the runtime's
-     * order, so it is {@link #ordinal()}.
+     * The {@code cudaGraphInstantiateResult} value: the constants stand in the
+     * runtime's order, so it is {@link #ordinal()}.
      *
      * @return the raw value
      */

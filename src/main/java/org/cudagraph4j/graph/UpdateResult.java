@@ -27,8 +27,8 @@ public enum UpdateResult implements CudaEnum {
     ATTRIBUTES_CHANGED;
 
     /**
-     * The {@code cudaGraphExecUpdateResult} value: the constants stand in the runtime's
-     * order, so it is {@link #ordinal()}.
+     * The {@code cudaGraphExecUpdateResult} value: the constants stand in the
+     * runtime's order, so it is {@link #ordinal()}.
      *
      * @return the raw value
      */
@@ -43,7 +43,8 @@ public enum UpdateResult implements CudaEnum {
      * @return the enumerator's name, e.g. {@code cudaGraphExecUpdateErrorTopologyChanged}
      */
     public String cudaName() {
-        return RuntimeNames.enumerator(ordinal() <= ERROR.ordinal() ? "cudaGraphExecUpdate" : "cudaGraphExecUpdateError", this);
+        String prefix = ordinal() <= ERROR.ordinal() ? "cudaGraphExecUpdate" : "cudaGraphExecUpdateError";
+        return RuntimeNames.enumerator(prefix, this);
     }
 
     /**
