@@ -95,7 +95,7 @@ final class Reference {
         assertWithin(expected, scale, actual, tolerance, what, "error relative to the sums' magnitude");
     }
 
-    /** Every element finite and ‖out − ref‖ / ‖scale‖ under {@code tolerance}; {@code measure} names the ratio. */
+    /** Every element finite and ‖out − ref‖ / ‖scale‖ under {@code tolerance}, the ratio named {@code measure}. */
     private static void assertWithin(double[] expected, double[] scale, float[] actual, double tolerance, String what,
             String measure) {
         double error = 0;
