@@ -228,10 +228,10 @@ class RequestLimitsTest {
             assertTrue(answer.isEmpty() || answer.equals("HTTP/1.1 408"), answer);
             assertTrue(millis < 3000, "the stalled body held its connection for " + millis + " ms");
             // The handler gives its slot back as it unwinds, which may be just after the client sees the close.
-            int status = infer(server, good).statusCode();
+            int status = TestClient.inferOnNewConnection(server, good).statusCode();
             for (long deadline = System.nanoTime() + 2_000_000_000L; status == 503 && System.nanoTime() < deadline; ) {
                 Thread.sleep(10);
-                status = infer(server, good).statusCode();
+                status = TestClient.inferOnNewConnection(server, good).statusCode();
             }
             assertEquals(200, status, "the stalled request's in-flight slot was given back");
         }

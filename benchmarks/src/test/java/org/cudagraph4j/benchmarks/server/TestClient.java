@@ -39,16 +39,32 @@ final class TestClient {
         return post(server, "/v2/models/mlp/infer", json.getBytes(StandardCharsets.UTF_8));
     }
 
+    /**
+     * {@link #infer} on a connection of its own: after a wait longer than the server's idle timeout,
+     * a pooled keep-alive connection may be one the server is closing, and the JDK's client does not
+     * retry a POST that met the close ("header parser received no bytes").
+     */
+    static HttpResponse<byte[]> inferOnNewConnection(InferenceServer server, String json) throws Exception {
+        try (HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build()) {
+            return client.send(request(server, "POST", "/v2/models/mlp/infer", json.getBytes(StandardCharsets.UTF_8))
+                    .build(), HttpResponse.BodyHandlers.ofByteArray());
+        }
+    }
+
     static HttpResponse<byte[]> send(InferenceServer server, String method, String path, byte[] body,
             String... headers) throws Exception {
-        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path))
-                .timeout(Duration.ofSeconds(30))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody()
-                        : HttpRequest.BodyPublishers.ofByteArray(body));
+        HttpRequest.Builder request = request(server, method, path, body);
         if (headers.length > 0) {
             request.headers(headers);
         }
         return CLIENT.send(request.build(), HttpResponse.BodyHandlers.ofByteArray());
+    }
+
+    private static HttpRequest.Builder request(InferenceServer server, String method, String path, byte[] body) {
+        return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path))
+                .timeout(Duration.ofSeconds(30))
+                .method(method, body == null ? HttpRequest.BodyPublishers.noBody()
+                        : HttpRequest.BodyPublishers.ofByteArray(body));
     }
 
     static JsonNode json(HttpResponse<byte[]> response) throws IOException {
