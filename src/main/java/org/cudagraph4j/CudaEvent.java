@@ -85,7 +85,11 @@ public final class CudaEvent implements AutoCloseable {
         return recordedIn;
     }
 
-    /** Blocks until the recorded work has completed. */
+    /**
+     * Blocks until the recorded work has completed: spinning, or asleep with
+     * {@link Option#BLOCKING_SYNC}. Either way a virtual thread keeps its carrier thread for the
+     * whole wait, as in any native call.
+     */
     public void synchronize() {
         Streams.synchronizeEvent(handle());
     }

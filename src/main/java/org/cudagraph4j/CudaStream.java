@@ -68,7 +68,9 @@ public final class CudaStream implements AutoCloseable {
     }
 
     /**
-     * Blocks until all work queued so far has finished.
+     * Blocks until all work queued so far has finished. The wait is a call into the runtime, which
+     * spins by default: a virtual thread keeps its carrier thread for the whole wait, as in any
+     * native call.
      *
      * @throws HostFunctionException if a host function that ran on this stream since the last
      *     synchronization threw (its exception is the cause); the stream's work has still all run
