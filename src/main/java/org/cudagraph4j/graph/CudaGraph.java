@@ -5,7 +5,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumSet;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -15,7 +14,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
-import java.util.stream.Collectors;
 import org.cudagraph4j.Cuda;
 import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaEvent;
@@ -625,26 +623,7 @@ public final class CudaGraph implements AutoCloseable {
      * @return a snapshot detached from the runtime; later changes to this graph do not affect it
      */
     public GraphSnapshot snapshot() {
-        List<GraphNode> nodes = nodes();
-        List<GraphSnapshot.Edge> edges = GraphTopology.edgesById(nodes, edges());
-        int[] order = GraphTopology.order(nodes.size(), edges, GraphTopology.Ties.LOWEST_ID);
-        int[] topoIds = new int[nodes.size()];
-        for (int position = 0; position < order.length; position++) {
-            topoIds[order[position]] = position;
-        }
-        List<GraphSnapshot.Node> snapshotNodes = new ArrayList<>(nodes.size());
-        for (int id = 0; id < nodes.size(); id++) {
-            GraphNode node = nodes.get(id);
-            snapshotNodes.add(new GraphSnapshot.Node(id, topoIds[id], node.type(), fields(node)));
-        }
-        Map<Integer, List<GraphSnapshot>> bodySnapshots = new HashMap<>();
-        for (int id = 0; id < nodes.size(); id++) {
-            ConditionalNode conditional = conditionals.get(nodes.get(id).rawHandle().address());
-            if (conditional != null) {
-                bodySnapshots.put(id, conditional.bodies().stream().map(CudaGraph::snapshot).toList());
-            }
-        }
-        return new GraphSnapshot(snapshotNodes, edges, bodySnapshots);
+        return SnapshotReader.read(this);
     }
 
     /**
@@ -882,55 +861,6 @@ public final class CudaGraph implements AutoCloseable {
             throw e;
         }
         return new GraphExec(exec, execHolds, nodes, this);
-    }
-
-    private List<GraphSnapshot.Field> fields(GraphNode node) {
-        List<GraphSnapshot.Field> fields = new ArrayList<>();
-        MemorySegment raw = node.rawHandle();
-        switch (node.type()) {
-            case KERNEL -> {
-                KernelNodeInfo info = node.kernelInfo();
-                fields.add(new GraphSnapshot.Field("Kernel", info.name()));
-                fields.add(new GraphSnapshot.Field("", info.shape()));
-                fields.add(handleField("Node handle", raw.address()));
-                fields.add(handleField("Func handle", info.functionHandle()));
-                return fields;
-            }
-            case MEMCPY -> {
-                Graphs.CopyNode copy = Graphs.memcpyNodeParams(raw);
-                fields.add(new GraphSnapshot.Field("Bytes", Long.toString(copy.byteSize())));
-                fields.add(handleField("From", copy.source()));
-                fields.add(handleField("To", copy.destination()));
-            }
-            case MEMSET -> {
-                Graphs.SetNode set = Graphs.memsetNodeParams(raw);
-                fields.add(new GraphSnapshot.Field("Bytes", set.byteSize() + String.format(" of 0x%02X", set.value())));
-                fields.add(handleField("To", set.destination()));
-            }
-            case EVENT_RECORD -> fields.add(handleField("Event", Graphs.eventOf(raw, true).address()));
-            case WAIT_EVENT -> fields.add(handleField("Event", Graphs.eventOf(raw, false).address()));
-            case GRAPH -> fields.add(new GraphSnapshot.Field("Child nodes",
-                    Integer.toString(Graphs.nodes(Graphs.childGraph(raw)).size())));
-            case CONDITIONAL -> {
-                ConditionalNode conditional = conditionals.get(raw.address());
-                if (conditional != null) {
-                    fields.add(new GraphSnapshot.Field("Condition", conditional.describe()));
-                    fields.add(handleField("Handle", conditional.handle().value()));
-                    fields.add(new GraphSnapshot.Field("Bodies", conditional.bodies().stream()
-                            .map(b -> Integer.toString(Graphs.nodes(b.handle()).size()))
-                            .collect(Collectors.joining(", ", "", " nodes"))));
-                }
-            }
-            default -> {
-                // Other node types show their handle only.
-            }
-        }
-        fields.add(handleField("Node handle", raw.address()));
-        return fields;
-    }
-
-    private static GraphSnapshot.Field handleField(String label, long address) {
-        return new GraphSnapshot.Field(label, String.format("0x%016X", address));
     }
 
     /** Adds a node that is not a kernel node, holding {@code uses} for it. */
