@@ -46,7 +46,7 @@ public final class CudaEvent implements AutoCloseable {
         this.device = device;
         this.handle = handle;
         this.timing = (flags & Option.DISABLE_TIMING.flag()) == 0;
-        this.lifetime = new Lifetime(LiveCounters.Kind.EVENT, 0, "CudaEvent " + CudaStream.hex(handle),
+        this.lifetime = new Lifetime(LiveCounters.Kind.EVENT, 0, Lifetime.named("CudaEvent", handle),
                 () -> Streams.destroyEvent(handle));
         lifetime.watch(this);
     }

@@ -262,7 +262,7 @@ public final class CudaKernel {
             LaunchConfig shape = config.programmaticDependentLaunch()
                     ? LaunchConfig.of(config.grid(), config.block(), config.sharedMemBytes())
                     : config;
-            capture.recordKernelNode(node, uses, new KernelLaunch(this, shape, arguments.values()));
+            capture.recordKernelNode(node, uses, new KernelLaunch(this, shape, arguments.recorded()));
         } else {
             capture.use(uses);
         }

@@ -36,8 +36,8 @@ public final class CudaStream implements AutoCloseable {
         this.handle = handle;
         this.priority = priority;
         int ordinal = device.ordinal();
-        this.lifetime = new Lifetime(LiveCounters.Kind.STREAM, 0, "CudaStream " + hex(handle) + " on device " + ordinal,
-                () -> {
+        this.lifetime = new Lifetime(LiveCounters.Kind.STREAM, 0,
+                Lifetime.named("CudaStream", handle) + " on device " + ordinal, () -> {
                     Devices.use(ordinal); // the cleaner's thread may have another device current
                     Streams.destroy(handle);
                     HostFunctions.forget(handle);
@@ -240,9 +240,5 @@ public final class CudaStream implements AutoCloseable {
     /** The lifetime of the native stream, which stream-ordered buffers hold until they are freed. */
     Lifetime lifetime() {
         return lifetime;
-    }
-
-    static String hex(MemorySegment handle) {
-        return String.format("0x%016X", handle.address());
     }
 }

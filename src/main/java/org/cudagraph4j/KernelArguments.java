@@ -4,7 +4,6 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.cudagraph4j.internal.Devices;
@@ -41,6 +40,8 @@ public final class KernelArguments implements AutoCloseable {
     private final MemorySegment pointers;
     private final MemorySegment values;
     private final Object[] arguments;
+    /** {@link #arguments} as launches record them, made on first use after each {@link #set}. */
+    private ArgumentValues recorded;
 
     /**
      * Native memory for one-use arguments, one block per thread, reused: allocating and freeing
@@ -155,6 +156,19 @@ public final class KernelArguments implements AutoCloseable {
     }
 
     /**
+     * The arguments as a {@link KernelLaunch} holds them, unmodifiable and shared by every launch
+     * recorded until the next {@link #set}. Launches that race on it may each make one; any is right.
+     */
+    List<Object> recorded() {
+        ArgumentValues current = recorded;
+        if (current == null) {
+            current = new ArgumentValues(arguments.clone());
+            recorded = current;
+        }
+        return current;
+    }
+
+    /**
      * Replaces one argument, checked against the kernel's parameter info. Later launches use it;
      * graph nodes already made from these arguments do not change.
      *
@@ -170,6 +184,7 @@ public final class KernelArguments implements AutoCloseable {
         KernelArgumentCodec.check(kernel.name(), parameter, value);
         KernelArgumentCodec.write(slot(index), value);
         arguments[index] = value;
+        recorded = null;
     }
 
     /** {@return whether these arguments are open: false once {@link #close()} has been called} */
@@ -218,15 +233,19 @@ public final class KernelArguments implements AutoCloseable {
      * them, each open now.
      */
     List<Lifetime> uses() {
-        List<Lifetime> uses = new ArrayList<>();
-        uses.add(kernel.library().lifetime());
+        Lifetime[] uses = new Lifetime[1 + arguments.length];
+        int count = 0;
+        uses[count++] = kernel.library().lifetime();
         for (Object argument : arguments) {
             if (argument instanceof DeviceBuffer buffer) {
-                uses.add(buffer.lifetime());
+                uses[count++] = buffer.lifetime();
             }
         }
-        uses.forEach(Lifetime::ensureOpen);
-        return uses;
+        for (int i = 0; i < count; i++) {
+            uses[i].ensureOpen();
+        }
+        // Immutable already, so that a captured node's record keeps it without a copy.
+        return List.of(Arrays.copyOf(uses, count));
     }
 
     /** Frees the native argument block. Idempotent. */

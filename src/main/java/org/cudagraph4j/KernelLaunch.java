@@ -1,7 +1,6 @@
 package org.cudagraph4j;
 
 import java.util.Arrays;
-import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
 
@@ -33,8 +32,7 @@ public record KernelLaunch(CudaKernel kernel, LaunchConfig config, List<Object> 
     public KernelLaunch {
         Objects.requireNonNull(kernel, "kernel");
         Objects.requireNonNull(config, "config");
-        // Arrays.asList keeps nulls, so that the argument check can name a null argument.
-        arguments = Collections.unmodifiableList(Arrays.asList(arguments.toArray()));
+        arguments = arguments instanceof ArgumentValues values ? values : new ArgumentValues(arguments.toArray());
     }
 
     /**

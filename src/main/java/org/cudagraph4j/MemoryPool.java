@@ -93,7 +93,7 @@ public final class MemoryPool implements AutoCloseable {
             throw e;
         }
         Lifetime lifetime = new Lifetime(LiveCounters.Kind.MEMORY_POOL, 0,
-                "MemoryPool " + CudaStream.hex(handle) + " on device " + ordinal, () -> MemoryPools.destroy(handle));
+                Lifetime.named("MemoryPool", handle) + " on device " + ordinal, () -> MemoryPools.destroy(handle));
         MemoryPool pool = new MemoryPool(device, handle, lifetime);
         lifetime.watch(pool);
         return pool;
@@ -313,7 +313,7 @@ public final class MemoryPool implements AutoCloseable {
     @Override
     public String toString() {
         return lifetime != null ? lifetime.toString()
-                : "default MemoryPool " + CudaStream.hex(handle) + " on device " + device.ordinal();
+                : "default " + Lifetime.named("MemoryPool", handle) + " on device " + device.ordinal();
     }
 
     /** The lifetime that buffers from an owned pool hold; null for a default pool. */

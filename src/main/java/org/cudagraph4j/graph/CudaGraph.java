@@ -87,7 +87,7 @@ public final class CudaGraph implements AutoCloseable {
         List<CudaGraph> nested = bodies;
         this.body = false;
         this.lifetime = new Lifetime(LiveCounters.Kind.GRAPH, 0,
-                String.format("CudaGraph 0x%016X", handle.address()), () -> free(handle, release, nested, allocations));
+                Lifetime.named("CudaGraph", handle), () -> free(handle, release, nested, allocations));
         lifetime.watch(this);
     }
 

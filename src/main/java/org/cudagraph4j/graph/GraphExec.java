@@ -63,7 +63,7 @@ public final class GraphExec implements AutoCloseable {
         instantiatedNodes = kernelNodes;
         hostFunctions = hostFunctionsOf(held);
         this.lifetime = new Lifetime(LiveCounters.Kind.GRAPH_EXEC, 0,
-                String.format("GraphExec 0x%016X", handle.address()), () -> free(handle, held, template));
+                Lifetime.named("GraphExec", handle), () -> free(handle, held, template));
         lifetime.watch(this);
     }
 

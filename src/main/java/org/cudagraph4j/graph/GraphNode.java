@@ -8,6 +8,7 @@ import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.LaunchConfig;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.Libraries;
+import org.cudagraph4j.internal.lifetime.Lifetime;
 
 /**
  * A node of a {@link CudaGraph}. It is valid while its graph is open.
@@ -172,6 +173,6 @@ public final class GraphNode {
 
     @Override
     public String toString() {
-        return String.format("GraphNode 0x%016X", handle.address());
+        return Lifetime.named("GraphNode", handle);
     }
 }

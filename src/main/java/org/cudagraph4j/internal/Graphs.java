@@ -51,19 +51,17 @@ public final class Graphs {
      * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphDestroy</a>
      */
     public static MemorySegment endCapture(MemorySegment stream) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment graph = arena.allocate(ADDRESS);
-            graph.set(ADDRESS, 0, MemorySegment.NULL);
-            int status = cudaStreamEndCapture(stream, graph);
-            MemorySegment result = graph.get(ADDRESS, 0);
-            if (status != Status.SUCCESS) {
-                if (!result.equals(MemorySegment.NULL)) {
-                    cudaGraphDestroy(result);
-                }
-                throw Status.error(status, "cudaStreamEndCapture", null);
+        MemorySegment graph = CAPTURE_QUERY.get().dependencies(); // a pointer-sized out-parameter
+        graph.set(ADDRESS, 0, MemorySegment.NULL);
+        int status = cudaStreamEndCapture(stream, graph);
+        MemorySegment result = graph.get(ADDRESS, 0);
+        if (status != Status.SUCCESS) {
+            if (!result.equals(MemorySegment.NULL)) {
+                cudaGraphDestroy(result);
             }
-            return result;
+            throw Status.error(status, "cudaStreamEndCapture", null);
         }
+        return result;
     }
 
     /**
@@ -91,12 +89,24 @@ public final class Graphs {
     }
 
     /**
-     * Per-thread out-parameters of the launch-time capture query (status, dependency array, edge
-     * data, count), so that a captured launch allocates nothing. An automatic arena lets the
-     * collector free them with their (possibly virtual) thread.
+     * Per-thread out-parameters of the launch-time capture query and of the capture's end, so that
+     * neither allocates. An automatic arena lets the collector free them with their (possibly
+     * virtual) thread.
      */
-    private static final ThreadLocal<MemorySegment> CAPTURE_QUERY =
-            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(4 * ADDRESS.byteSize(), ADDRESS.byteAlignment()));
+    private static final ThreadLocal<CaptureQuery> CAPTURE_QUERY = ThreadLocal.withInitial(CaptureQuery::new);
+
+    /** The out-parameters of {@code cudaStreamGetCaptureInfo}, sliced once per thread. */
+    private record CaptureQuery(MemorySegment status, MemorySegment dependencies, MemorySegment edgeData,
+            MemorySegment count) {
+        CaptureQuery() {
+            this(Arena.ofAuto().allocate(4 * ADDRESS.byteSize(), ADDRESS.byteAlignment()));
+        }
+
+        private CaptureQuery(MemorySegment slots) {
+            this(slots.asSlice(0, JAVA_INT), slots.asSlice(ADDRESS.byteSize(), ADDRESS),
+                    slots.asSlice(2 * ADDRESS.byteSize(), ADDRESS), slots.asSlice(3 * ADDRESS.byteSize(), JAVA_LONG));
+        }
+    }
 
     /**
      * Right after a launch on a capturing {@code stream}, the node that launch became: the one node
@@ -105,21 +115,16 @@ public final class Graphs {
      * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html">cudaStreamGetCaptureInfo</a>
      */
     public static long capturedNode(MemorySegment stream) {
-        MemorySegment query = CAPTURE_QUERY.get();
-        long slot = ADDRESS.byteSize();
-        MemorySegment status = query.asSlice(0, JAVA_INT);
-        MemorySegment dependencies = query.asSlice(slot, ADDRESS);
-        // Asked for but unused: without it the query fails (cudaErrorLossyQuery) when the
-        // dependencies carry non-default edge data.
-        MemorySegment edgeData = query.asSlice(2 * slot, ADDRESS);
-        MemorySegment count = query.asSlice(3 * slot, JAVA_LONG);
-        Status.check(cudaStreamGetCaptureInfo(stream, status, MemorySegment.NULL, MemorySegment.NULL, dependencies,
-                edgeData, count), "cudaStreamGetCaptureInfo");
-        if (count.get(JAVA_LONG, 0) != 1) {
+        CaptureQuery query = CAPTURE_QUERY.get();
+        // Edge data is asked for but unused: without it the query fails (cudaErrorLossyQuery) when
+        // the dependencies carry non-default edge data.
+        Status.check(cudaStreamGetCaptureInfo(stream, query.status(), MemorySegment.NULL, MemorySegment.NULL,
+                query.dependencies(), query.edgeData(), query.count()), "cudaStreamGetCaptureInfo");
+        if (query.count().get(JAVA_LONG, 0) != 1) {
             return 0;
         }
         @SuppressWarnings("restricted") // the runtime owns an array of one node handle here
-        MemorySegment array = dependencies.get(ADDRESS, 0).reinterpret(ADDRESS.byteSize());
+        MemorySegment array = query.dependencies().get(ADDRESS, 0).reinterpret(ADDRESS.byteSize());
         return array.get(ADDRESS, 0).address();
     }
 

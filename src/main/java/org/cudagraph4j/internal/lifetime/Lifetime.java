@@ -1,6 +1,8 @@
 package org.cudagraph4j.internal.lifetime;
 
+import java.lang.foreign.MemorySegment;
 import java.lang.ref.Cleaner;
+import java.util.HexFormat;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -21,6 +23,7 @@ public final class Lifetime {
     public static final String TRACK_PROPERTY = "org.cudagraph4j.trackAllocations";
 
     private static final Cleaner CLEANER = Cleaner.create();
+    private static final HexFormat HEX = HexFormat.of().withUpperCase();
     private static final System.Logger LOG = System.getLogger("org.cudagraph4j");
 
     private final LiveCounters.Kind kind;
@@ -45,6 +48,15 @@ public final class Lifetime {
         this.description = description;
         this.free = free;
         LiveCounters.created(kind, byteSize);
+    }
+
+    /**
+     * {@return {@code type} and the handle's address in 16 hex digits, e.g. {@code "CudaGraph
+     * 0x00007F12345678A0"}: how a resource names itself} Built without {@code String.format}, which
+     * every capture paid for its graph's name.
+     */
+    public static String named(String type, MemorySegment handle) {
+        return type + " 0x" + HEX.toHexDigits(handle.address());
     }
 
     /**
