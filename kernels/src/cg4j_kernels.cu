@@ -36,8 +36,9 @@ using cg4j::layout::RowMajor;
                                              GROUP>;                                                            \
   CG4J_SGEMM_##EPI##_SPLITK_ENTRY(NAME, NAME##_t, MIN_BLOCKS)
 
-#define CG4J_GEMV(NAME, EPI, ROWS, COLUMNS_PER_WARP, WARPS)                                               \
-  using NAME##_t = cg4j::gemv::kernel::GemvSimt<ROWS, COLUMNS_PER_WARP, WARPS, CG4J_OUTPUT_OP_##EPI>; \
+#define CG4J_GEMV(NAME, EPI, ROWS, COLUMNS_PER_WARP, WARPS, WARPS_PER_COLUMN)                                       \
+  using NAME##_t =                                                                                             \
+      cg4j::gemv::kernel::GemvSimt<ROWS, COLUMNS_PER_WARP, WARPS, WARPS_PER_COLUMN, CG4J_OUTPUT_OP_##EPI>;     \
   CG4J_GEMV_##EPI##_ENTRY(NAME, NAME##_t)
 #include "instances.def"
 

@@ -91,9 +91,9 @@ int main() {
     print_sgemm(#NAME, CG4J_FAMILY_##EPI, true, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B::kLetter, ALIGN_B,       \
                 STAGES, G::kThreads, G::kSharedStorageBytes, REDUCTION_BATCH);                               \
   }
-#define CG4J_GEMV(NAME, EPI, ROWS, COLUMNS_PER_WARP, WARPS)                                                   \
+#define CG4J_GEMV(NAME, EPI, ROWS, COLUMNS_PER_WARP, WARPS, WARPS_PER_COLUMN)                                 \
   {                                                                                                          \
-    using G = cg4j::gemv::kernel::GemvSimt<ROWS, COLUMNS_PER_WARP, WARPS, CG4J_OUTPUT_OP_##EPI>;              \
+    using G = cg4j::gemv::kernel::GemvSimt<ROWS, COLUMNS_PER_WARP, WARPS, WARPS_PER_COLUMN, CG4J_OUTPUT_OP_##EPI>; \
     print_gemv(#NAME, CG4J_GEMV_FAMILY_##EPI, G::kTileM, G::kTileN, G::kTileK, WARPS, G::kThreads);           \
   }
 #define CG4J_TENSOROP_GEMM_INFO(NAME, G, EPI, SPLIT, TBM, TBN, TBK, WM, WN, LAYOUT_B, ALIGN, STAGES, MATH)           \

@@ -11,7 +11,7 @@
 // first). --tuning writes, per shape, the best split-K tile and slice count, and the GEMV instance
 // where one was faster still, in the format of kernels/tuning/sgemm-tuning.tsv (the tile column
 // names the split-K instance: "32x32", or "32x32_r4" for the batched reduction; the gemv column
-// "gemv_8x8"). Last, a 16-layer MLP per (batch, width) on the best configuration, captured into
+// "gemv_8x8_w4", rows x columns per block and warps per block). Last, a 16-layer MLP per (batch, width) on the best configuration, captured into
 // one graph (and on the best split-K one too where a GEMV instance won): µs per forward,
 // synchronising after each (latency) and pipelined (throughput), by graph_timing.cuh's loop, which
 // benchmarks/native/mlp_cublaslt.cu times cuBLASLt's MLP with. Exit code 0 only if every check
@@ -55,7 +55,7 @@ struct Config {
   const void *kernel;  ///< a cudaKernel_t from the shipped cubin
   int tile_m, tile_n, threads, smem;
   bool split;
-  std::string tile;  ///< the tuning table's name for the instance: "32x32", "32x32_r4", "gemv_8x8"
+  std::string tile;  ///< the tuning table's name for the instance: "32x32", "32x32_r4", "gemv_8x8_w4"
   bool gemv;         ///< a GEMV instance: timed at batch 1 to 32 only
 };
 
@@ -217,14 +217,15 @@ int main(int argc, char **argv) {
   std::string name;
   while (std::getline(names, name, ',')) {
     std::string family = manifest["kernel." + name + ".family"];
-    bool split = family == "sgemm_bias_relu_splitk";
+    // SIMT only: the tensor-core tiles are tensor_op_test.cu's (the table's 3xtf32 columns).
+    bool split = family == "sgemm_bias_relu_splitk" && manifest["kernel." + name + ".math"] == "fp32";
     bool gemv = family == "gemv_bias_relu";
     bool seed = name == "cg4j_simt_sgemm_f32_64x32x16_3_tnt_align1_bias_f32_relu";
     if (manifest["kernel." + name + ".layout"] != "tnt" || !(split || gemv || seed)) continue;
     std::string tile = manifest["kernel." + name + ".tileM"] + "x" + manifest["kernel." + name + ".tileN"];
     std::string batch = manifest["kernel." + name + ".reductionBatch"];
     if (!batch.empty() && batch != "0") tile += "_r" + batch;
-    if (gemv) tile = "gemv_" + tile;
+    if (gemv) tile = "gemv_" + tile + "_w" + manifest["kernel." + name + ".warps"];
     Config c{name, nullptr, std::stoi(manifest["kernel." + name + ".tileM"]),
              std::stoi(manifest["kernel." + name + ".tileN"]), std::stoi(manifest["kernel." + name + ".threads"]),
              std::stoi(manifest["kernel." + name + ".sharedMemBytes"]), split, tile, gemv};

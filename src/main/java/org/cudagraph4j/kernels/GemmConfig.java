@@ -39,9 +39,10 @@ public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int ti
         /** CUTLASS-style threadblock tiles staged through shared memory by a cp.async pipeline. */
         TILED,
         /**
-         * GEMV-like, for few rows: each warp owns a few output columns and its lanes walk K in 16-byte
-         * steps, no shared memory. B must be stored [N, K]; K must be a multiple of 4 and A and B
-         * 16-byte aligned (both are read as float4).
+         * GEMV-like, for few rows: each warp (or group of warps, which then add their sums in shared
+         * memory) owns a few output columns and its lanes walk K in 16-byte steps; no pipeline. B must
+         * be stored [N, K]; K must be a multiple of 4 and A and B 16-byte aligned (both are read as
+         * float4).
          */
         GEMV
     }

@@ -360,9 +360,7 @@ public final class Sgemm {
             return null;
         }
         return kernels.gemmConfigs().stream()
-                .filter(c -> c.mainloop() == GemmConfig.Mainloop.GEMV && c.epilogue() == epilogue
-                        && c.bTransposed() == bTransposed)
-                .filter(c -> c.tileM() == entry.gemvTileM() && c.tileN() == entry.gemvTileN())
+                .filter(c -> entry.isWinningGemv(c) && c.epilogue() == epilogue && c.bTransposed() == bTransposed)
                 .filter(c -> fitsGemv(k, a) && fitsAlignment(c, k, b))
                 .findFirst()
                 .orElse(null);

@@ -19,19 +19,25 @@ final class SgemmTuning {
 
     /**
      * The best split-K launch measured for one (m, n, k): the instance by its tile and reduction batch;
-     * the GEMV instance's tile where one ran faster still (0 x 0 where none did); and the 3xTF32
+     * the GEMV instance by its tile and warps where one ran faster still (0 x 0 where none did); and the 3xTF32
      * split-K tile and slices where that ran faster than both (0 x 0 where it did not, or was not
      * measured). GEMV and tensor-core instances need aligned operands: where they are not, the SIMT
      * split-K launch is the fallback.
      */
     record Entry(int m, int n, int k, int tileM, int tileN, int reductionBatch, int slices, int gemvTileM,
-            int gemvTileN, int tensorCoreTileM, int tensorCoreTileN, int tensorCoreSlices) {
+            int gemvTileN, int gemvWarps, int tensorCoreTileM, int tensorCoreTileN, int tensorCoreSlices) {
         Entry(int m, int n, int k, int tileM, int tileN, int reductionBatch, int slices) {
-            this(m, n, k, tileM, tileN, reductionBatch, slices, 0, 0, 0, 0, 0);
+            this(m, n, k, tileM, tileN, reductionBatch, slices, 0, 0, 0, 0, 0, 0);
         }
 
         boolean gemvWins() {
             return gemvTileM > 0;
+        }
+
+        /** {@return whether {@code config} is the GEMV instance that won here: its tile and its warps} */
+        boolean isWinningGemv(GemmConfig config) {
+            return gemvWins() && config.mainloop() == GemmConfig.Mainloop.GEMV && config.tileM() == gemvTileM
+                    && config.tileN() == gemvTileN && config.threads() == 32 * gemvWarps;
         }
 
         boolean tensorCoresWin() {
@@ -80,7 +86,7 @@ final class SgemmTuning {
     /**
      * Lines "sms N", then "m n k tile slices us unsplit_us [gemv us [3xtf32 slices us]]" (tab-separated),
      * where tile is "tileMxtileN" for an instance that adds partials one slice at a time and
-     * "tileMxtileN_rB" for one with reduction batch B, gemv is "gemv_tileMxtileN" or "-" for none
+     * "tileMxtileN_rB" for one with reduction batch B, gemv is "gemv_tileMxtileN_wW" (W warps a block) or "-" for none
      * (its time then "-" too), and 3xtf32 is "3xtf32_tileMxtileN"; '#' starts a comment.
      */
     static SgemmTuning parse(String text) {
@@ -104,12 +110,14 @@ final class SgemmTuning {
                     throw new IllegalArgumentException("tile " + fields[3]);
                 }
                 int[] tile = tile(instance[0], fields[3]);
-                int[] gemv = {0, 0};
+                int[] gemv = {0, 0, 0};
                 if (fields.length > 7 && !fields[7].equals("-")) {
-                    if (!fields[7].startsWith("gemv_")) {
-                        throw new IllegalArgumentException("GEMV tile " + fields[7]);
+                    String[] tileAndWarps = fields[7].split("_w", -1);
+                    if (!fields[7].startsWith("gemv_") || tileAndWarps.length != 2) {
+                        throw new IllegalArgumentException("GEMV instance " + fields[7]);
                     }
-                    gemv = tile(fields[7].substring("gemv_".length()), fields[7]);
+                    int[] gemvTile = tile(tileAndWarps[0].substring("gemv_".length()), fields[7]);
+                    gemv = new int[] {gemvTile[0], gemvTile[1], Integer.parseInt(tileAndWarps[1])};
                 }
                 int[] tensor = {0, 0};
                 int tensorSlices = 0;
@@ -123,7 +131,7 @@ final class SgemmTuning {
                 entries.add(new Entry(Integer.parseInt(fields[0]), Integer.parseInt(fields[1]),
                         Integer.parseInt(fields[2]), tile[0], tile[1],
                         instance.length == 2 ? Integer.parseInt(instance[1]) : 0, Integer.parseInt(fields[4]),
-                        gemv[0], gemv[1], tensor[0], tensor[1], tensorSlices));
+                        gemv[0], gemv[1], gemv[2], tensor[0], tensor[1], tensorSlices));
             } catch (RuntimeException e) {
                 throw new IllegalStateException(RESOURCE + " line " + number + " is malformed: " + line, e);
             }

@@ -26,7 +26,8 @@ class GemvTest {
     private static List<GemmConfig> gemvConfigs() {
         List<GemmConfig> configs = gpu.kernels().gemmConfigs().stream()
                 .filter(c -> c.mainloop() == GemmConfig.Mainloop.GEMV).toList();
-        assertEquals(4, configs.size(), "two tiles, each with both epilogues: " + configs);
+        assertEquals(6, configs.size(), "8x4 and 8x8 on 4 warps and 8x4 on 16 (4 to a column), each with both "
+                + "epilogues: " + configs);
         return configs;
     }
 

@@ -15,17 +15,17 @@ class SgemmTuningTest {
             # a comment
             sms\t132
             1\t512\t512\t16x64\t8
-            32\t512\t512\t32x32\t16\t9.4\t22.7\tgemv_8x8\t4.9
+            32\t512\t512\t32x32\t16\t9.4\t22.7\tgemv_8x8_w4\t4.9
             128\t512\t512\t32x32_r4\t4
             256\t4096\t4096\t64x64_r2\t2\t254.4\t289.9\t-\t-\t3xtf32_64x64\t1\t189.8
             """);
 
     @Test
     void theNearestShapeIsFoundByRatiosAndLargeProblemsAreNotSkinny() {
-        assertEquals(new SgemmTuning.Entry(32, 512, 512, 32, 32, 0, 16, 8, 8, 0, 0, 0), TABLE.nearest(30, 600, 480));
+        assertEquals(new SgemmTuning.Entry(32, 512, 512, 32, 32, 0, 16, 8, 8, 4, 0, 0, 0), TABLE.nearest(30, 600, 480));
         assertEquals(new SgemmTuning.Entry(1, 512, 512, 16, 64, 0, 8), TABLE.nearest(2, 512, 512));
         assertEquals(new SgemmTuning.Entry(128, 512, 512, 32, 32, 4, 4), TABLE.nearest(100, 512, 512));
-        assertEquals(new SgemmTuning.Entry(256, 4096, 4096, 64, 64, 2, 2, 0, 0, 64, 64, 1),
+        assertEquals(new SgemmTuning.Entry(256, 4096, 4096, 64, 64, 2, 2, 0, 0, 0, 64, 64, 1),
                 TABLE.nearest(200, 3000, 5000));
         assertNull(TABLE.nearest(257, 512, 512), "above the table's largest m nothing is split");
     }
@@ -47,11 +47,18 @@ class SgemmTuningTest {
     }
 
     @Test
-    void aGemvColumnNamesTheGemvTileWhereOneWon() {
-        assertTrue(TABLE.nearest(32, 512, 512).gemvWins());
-        assertEquals(8, TABLE.nearest(32, 512, 512).gemvTileN());
+    void aGemvColumnNamesTheGemvTileAndWarpsWhereOneWon() {
+        SgemmTuning.Entry entry = TABLE.nearest(32, 512, 512);
+        assertTrue(entry.gemvWins());
+        assertEquals(8, entry.gemvTileN());
+        assertEquals(4, entry.gemvWarps());
+        GemmConfig fourWarps = gemv(8, 8, 128);
+        assertTrue(entry.isWinningGemv(fourWarps));
+        assertFalse(entry.isWinningGemv(gemv(8, 8, 512)), "the same tile on 16 warps is another instance");
+        assertFalse(TABLE.nearest(1, 512, 512).isWinningGemv(fourWarps), "no gemv column: the split-K launch won");
         assertTrue(!TABLE.nearest(1, 512, 512).gemvWins(), "no gemv column: the split-K launch won");
-        for (String gemv : new String[] {"8x8", "gemv_8", "gemv_8x8x128", "split_8x8"}) {
+        for (String gemv : new String[] {"8x8", "gemv_8", "gemv_8x8x128", "split_8x8", "gemv_8x8", "gemv_8x8_w",
+                "gemv_8x8_w4_w4"}) {
             IllegalStateException e = assertThrows(IllegalStateException.class,
                     () -> SgemmTuning.parse("sms\t132\n1\t512\t512\t16x64\t8\t5.5\t22.3\t" + gemv + "\t2.6\n"), gemv);
             assertTrue(e.getMessage().contains("line 2 is malformed"), e.getMessage());
@@ -67,9 +74,7 @@ class SgemmTuningTest {
         for (SgemmTuning.Entry entry : gemv) {
             assertTrue(entry.m() <= 32, entry + ": GEMV instances are measured at batch 1 to 32 only");
             for (GemmConfig.Epilogue epilogue : GemmConfig.Epilogue.values()) {
-                assertEquals(1, configs.stream()
-                        .filter(c -> c.mainloop() == GemmConfig.Mainloop.GEMV && c.epilogue() == epilogue)
-                        .filter(c -> c.tileM() == entry.gemvTileM() && c.tileN() == entry.gemvTileN())
+                assertEquals(1, configs.stream().filter(c -> entry.isWinningGemv(c) && c.epilogue() == epilogue)
                         .count(), entry + " " + epilogue);
             }
         }
@@ -79,7 +84,7 @@ class SgemmTuningTest {
     void aGemvInstanceReadsBTransposedFourFloatsAtATimeAndNeverSplits() {
         var gemv = KernelManifest.load().gemmConfigs().stream()
                 .filter(c -> c.mainloop() == GemmConfig.Mainloop.GEMV).toList();
-        assertEquals(4, gemv.size(), "8x4 and 8x8, each with both epilogues: " + gemv);
+        assertEquals(6, gemv.size(), "8x4 and 8x8 on 4 warps and 8x4 on 16, each with both epilogues: " + gemv);
         for (GemmConfig c : gemv) {
             assertTrue(c.bTransposed() && c.alignment() == 4 && !c.splitK() && c.sharedMemBytes() == 0, c.toString());
             assertTrue(c.kernelName().startsWith("cg4j_simt_gemv_f32_" + c.tileM() + "x" + c.tileN() + "x128_"), c.kernelName());
@@ -135,6 +140,11 @@ class SgemmTuningTest {
         assertTrue(configs.stream().filter(c -> !c.splitK()).allMatch(c -> c.reductionBatch() == 0));
         assertTrue(configs.stream().filter(c -> c.reductionBatch() > 0)
                 .allMatch(c -> c.kernelName().endsWith("_splitk_r" + c.reductionBatch())), "the name says the batch");
+    }
+
+    private static GemmConfig gemv(int tileM, int tileN, int threads) {
+        return new GemmConfig("g", GemmConfig.Epilogue.BIAS_RELU, tileM, tileN, 128, 1, threads, 0, true, 4, false, 1,
+                0, GemmConfig.Mainloop.GEMV, MathMode.SIMT_FP32);
     }
 
     private static List<SgemmTuning.Entry> entriesOf(SgemmTuning table) {
