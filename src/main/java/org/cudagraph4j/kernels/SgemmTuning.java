@@ -19,10 +19,10 @@ final class SgemmTuning {
 
     /**
      * The best split-K launch measured for one (m, n, k): the instance by its tile and reduction batch;
-     * the GEMV instance by its tile and warps where one ran faster still (0 x 0 where none did); and the 3xTF32
-     * split-K tile and slices where that ran faster than both (0 x 0 where it did not, or was not
-     * measured). GEMV and tensor-core instances need aligned operands: where they are not, the SIMT
-     * split-K launch is the fallback.
+     * the GEMV instance by its tile and warps where one ran faster still (0 x 0 where none did); and
+     * the 3xTF32 split-K tile and slices where that ran faster than both (0 x 0 where it did not, or
+     * was not measured). GEMV and tensor-core instances need aligned operands: where they are not, the
+     * SIMT split-K launch is the fallback.
      */
     record Entry(int m, int n, int k, int tileM, int tileN, int reductionBatch, int slices, int gemvTileM,
             int gemvTileN, int gemvWarps, int tensorCoreTileM, int tensorCoreTileN, int tensorCoreSlices) {
@@ -86,8 +86,8 @@ final class SgemmTuning {
     /**
      * Lines "sms N", then "m n k tile slices us unsplit_us [gemv us [3xtf32 slices us]]" (tab-separated),
      * where tile is "tileMxtileN" for an instance that adds partials one slice at a time and
-     * "tileMxtileN_rB" for one with reduction batch B, gemv is "gemv_tileMxtileN_wW" (W warps a block) or "-" for none
-     * (its time then "-" too), and 3xtf32 is "3xtf32_tileMxtileN"; '#' starts a comment.
+     * "tileMxtileN_rB" for one with reduction batch B, gemv is "gemv_tileMxtileN_wW" (W warps a block)
+     * or "-" for none (its time then "-" too), and 3xtf32 is "3xtf32_tileMxtileN"; '#' starts a comment.
      */
     static SgemmTuning parse(String text) {
         int sms = 0;
