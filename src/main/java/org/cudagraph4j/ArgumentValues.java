@@ -16,6 +16,16 @@ final class ArgumentValues extends AbstractList<Object> implements RandomAccess 
         this.values = values;
     }
 
+    /** {@return the values themselves, for a reader that copies them or only reads them} */
+    Object[] array() {
+        return values;
+    }
+
+    @Override
+    public Object[] toArray() {
+        return values.clone();
+    }
+
     @Override
     public Object get(int index) {
         return values[index];

@@ -136,23 +136,34 @@ public final class CudaKernel {
             throw new IllegalArgumentException("arguments were prepared for kernel " + arguments.kernel().symbol()
                     + ", not " + symbol);
         }
-        Dim3 grid = config.grid();
-        Dim3 block = config.block();
         MemorySegment streamHandle = stream.handle();
-        CaptureTracker.Capture<?> capture = CaptureTracker.of(stream.captureSlot());
+        CaptureTracker.Slot slot = stream.captureSlot();
+        CaptureTracker.Capture<?> capture = CaptureTracker.of(slot);
         MemorySegment pointers = arguments.pointers(stream.device().ordinal(),
                 capture == null ? null : capture.allocations());
+        if (capture == null) {
+            queue(stream.device(), streamHandle, config, pointers);
+            return;
+        }
+        // Queued and recorded under the slot's monitor, so that a run lists the stream's launches
+        // in the order the runtime queued them, whichever threads launch.
+        synchronized (slot) {
+            queue(stream.device(), streamHandle, config, pointers);
+            recordCapturedLaunch(capture, slot, config, arguments, streamHandle);
+        }
+    }
+
+    private void queue(CudaDevice device, MemorySegment stream, LaunchConfig config, MemorySegment pointers) {
+        Dim3 grid = config.grid();
+        Dim3 block = config.block();
         if (config.cluster() != null || config.cooperative()) {
-            launchWithAttributes(stream.device(), streamHandle, config, pointers);
+            launchWithAttributes(device, stream, config, pointers);
         } else if (config.programmaticDependentLaunch()) {
             Libraries.launchProgrammatic(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
-                    config.sharedMemBytes(), pointers, streamHandle, symbol);
+                    config.sharedMemBytes(), pointers, stream, symbol);
         } else {
             Libraries.launch(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
-                    config.sharedMemBytes(), pointers, streamHandle, symbol);
-        }
-        if (capture != null) {
-            recordCapturedLaunch(capture, config, arguments, streamHandle);
+                    config.sharedMemBytes(), pointers, stream, symbol);
         }
     }
 
@@ -248,24 +259,29 @@ public final class CudaKernel {
 
     /**
      * A captured launch keeps its library and buffers alive for the graph, and records what the
-     * node launches, which the runtime cannot report for library kernels.
+     * node launches, which the runtime cannot report for library kernels. The node itself is
+     * learned from the graph later (see {@link CaptureTracker.Run}); only a launch that starts a
+     * run asks the runtime for its node now.
      */
-    private void recordCapturedLaunch(CaptureTracker.Capture<?> capture, LaunchConfig config,
-            KernelArguments arguments, MemorySegment stream) {
-        List<Lifetime> uses = arguments.uses();
+    private void recordCapturedLaunch(CaptureTracker.Capture<?> capture, CaptureTracker.Slot slot,
+            LaunchConfig config, KernelArguments arguments, MemorySegment stream) {
+        long firstNode = CaptureTracker.UNKNOWN_NODE;
+        if (capture.needsFirstNode(slot)) {
+            long node = Graphs.capturedNode(stream);
+            firstNode = node == 0 ? CaptureTracker.UNKNOWN_NODE : node;
+        }
+        KernelLaunch launch = null;
         // A kernel node added through this library carries no cluster shape or cooperative launch:
         // such a captured node keeps them in the graph, but is not recorded as one whose launch this
         // library could save or re-create.
-        long node = config.cluster() != null || config.cooperative() ? 0 : Graphs.capturedNode(stream);
-        if (node != 0) {
+        if (config.cluster() == null && !config.cooperative()) {
             // Programmatic dependent launch is the graph's programmatic edge into the node, not the node's.
             LaunchConfig shape = config.programmaticDependentLaunch()
                     ? LaunchConfig.of(config.grid(), config.block(), config.sharedMemBytes())
                     : config;
-            capture.recordKernelNode(node, uses, new KernelLaunch(this, shape, arguments.recorded()));
-        } else {
-            capture.use(uses);
+            launch = new KernelLaunch(this, shape, arguments.recorded());
         }
+        capture.recordKernelLaunch(slot, firstNode, arguments.uses(), launch);
     }
 
     /**

@@ -29,11 +29,12 @@ public final class CudaStream implements AutoCloseable {
     private final int priority;
     private final Lifetime lifetime;
     /** The capture this stream takes part in, which every launch on it reads. */
-    private final CaptureTracker.Slot captureSlot = new CaptureTracker.Slot();
+    private final CaptureTracker.Slot captureSlot;
 
     CudaStream(CudaDevice device, MemorySegment handle, int priority) {
         this.device = device;
         this.handle = handle;
+        this.captureSlot = new CaptureTracker.Slot(handle);
         this.priority = priority;
         int ordinal = device.ordinal();
         this.lifetime = new Lifetime(LiveCounters.Kind.STREAM, 0,
@@ -172,7 +173,20 @@ public final class CudaStream implements AutoCloseable {
      * @param event the event to wait for; an event never recorded makes nothing wait
      */
     public void waitFor(CudaEvent event) {
-        Streams.waitEvent(handle(), event.handle());
+        MemorySegment stream = handle();
+        MemorySegment waited = event.handle();
+        CaptureTracker.Capture<?> running = captureSlot.capture();
+        if (running == null) {
+            Streams.waitEvent(stream, waited);
+        } else {
+            // The wait adds another stream's nodes to this one's dependencies: the run of launches
+            // before it ends here, while the stream's last node is still its only dependency.
+            synchronized (captureSlot) {
+                running.endRun(captureSlot, running.hasOpenRun(captureSlot) ? Graphs.capturedNode(stream)
+                        : CaptureTracker.UNKNOWN_NODE);
+                Streams.waitEvent(stream, waited);
+            }
+        }
         CaptureTracker.Capture<?> capture = event.recordedIn();
         if (capture != null) {
             CaptureTracker.join(captureSlot, capture);

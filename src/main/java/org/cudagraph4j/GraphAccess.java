@@ -71,15 +71,16 @@ public final class GraphAccess {
     }
 
     /**
-     * Checked arguments for one use on the calling thread, in a confined arena: closing a shared
-     * arena costs a handshake with every thread, tens of microseconds.
+     * Checked arguments of {@code launch} for one use on the calling thread, in the thread's scratch
+     * block or a confined arena: closing a shared arena costs a handshake with every thread, tens
+     * of microseconds.
      *
-     * @param kernel the kernel they are for
-     * @param arguments one value per parameter
+     * @param launch the kernel and its arguments, one value per parameter
      * @return the arguments, to close after the use
      */
-    public KernelArguments temporaryArguments(CudaKernel kernel, Object[] arguments) {
-        return new KernelArguments(kernel, arguments, false);
+    public KernelArguments temporaryArguments(KernelLaunch launch) {
+        // A launch's arguments are always ArgumentValues, whose array the arguments copy anyway.
+        return new KernelArguments(launch.kernel(), ((ArgumentValues) launch.arguments()).array(), false);
     }
 
     /**

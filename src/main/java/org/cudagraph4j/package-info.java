@@ -25,7 +25,7 @@
  *       unusable for new launches and nodes, but graphs that use them keep the image loaded.</li>
  *   <li>Safety net: an owner that becomes unreachable without {@code close()} is closed by a
  *       {@link java.lang.ref.Cleaner}, with one warning in the {@code org.cudagraph4j}
- *       {@link java.lang.System.Logger} naming the resource (and where it was created, with
+ *       {@link java.lang.System.Logger} naming the resource (and where it was created, when started with
  *       {@code -Dorg.cudagraph4j.trackAllocations=true}). Close explicitly: the collector may run
  *       late or never. {@link org.cudagraph4j.Cuda#liveResources()} counts what is alive.</li>
  * </ul>

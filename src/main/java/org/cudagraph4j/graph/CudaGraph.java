@@ -29,6 +29,7 @@ import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.GraphMemory;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.HostFunctions;
+import org.cudagraph4j.internal.lifetime.CaptureTracker;
 import org.cudagraph4j.internal.lifetime.GraphAllocations;
 import org.cudagraph4j.internal.lifetime.HeldResources;
 import org.cudagraph4j.internal.lifetime.Lifetime;
@@ -71,23 +72,23 @@ public final class CudaGraph implements AutoCloseable {
      * Takes ownership of {@code handle}, which is destroyed if this constructor fails.
      *
      * @param device the ordinal of the device the nodes run on
-     * @param kernelNodes what a capture's kernel nodes launch and use
+     * @param captured the runs of kernel launches a capture recorded into the graph; none for a graph built here
      * @param held one use of each resource per captured node that uses it, already retained, which
      *     this graph releases when closed
      * @param allocations the memory the graph's nodes allocate: a capture's, or none yet
      */
-    CudaGraph(MemorySegment handle, int device, KernelNodes kernelNodes, HeldResources held,
+    CudaGraph(MemorySegment handle, int device, List<CaptureTracker.Run<KernelLaunch>> captured, HeldResources held,
             GraphAllocations allocations) {
         this.handle = handle;
         this.device = device;
         this.held = held;
-        this.kernelNodes = kernelNodes;
         this.allocations = allocations;
         HeldResources release = held;
         List<CudaGraph> nested = bodies;
         this.body = false;
         this.lifetime = new Lifetime(LiveCounters.Kind.GRAPH, 0,
-                Lifetime.named("CudaGraph", handle), () -> free(handle, release, nested, allocations));
+                "CudaGraph", handle, () -> free(handle, release, nested, allocations));
+        this.kernelNodes = KernelNodes.captured(captured, handle, lifetime);
         lifetime.watch(this);
     }
 
@@ -98,13 +99,13 @@ public final class CudaGraph implements AutoCloseable {
     private CudaGraph(MemorySegment handle, int device, String description, GraphAllocations allocations) {
         this.handle = handle;
         this.device = device;
-        this.kernelNodes = KernelNodes.empty();
         this.held = new HeldResources();
         this.allocations = allocations;
         this.body = true;
         HeldResources release = held;
         List<CudaGraph> nested = bodies;
         this.lifetime = new Lifetime(LiveCounters.Kind.GRAPH, 0, description, () -> closeBodies(nested, release));
+        this.kernelNodes = KernelNodes.captured(List.of(), handle, lifetime);
     }
 
     /**
@@ -114,7 +115,7 @@ public final class CudaGraph implements AutoCloseable {
      * @return the new graph, which the caller closes
      */
     public static CudaGraph create() {
-        return new CudaGraph(Graphs.create(), Devices.current(), KernelNodes.empty(), new HeldResources(),
+        return new CudaGraph(Graphs.create(), Devices.current(), List.of(), new HeldResources(),
                 new GraphAllocations());
     }
 
@@ -197,6 +198,7 @@ public final class CudaGraph implements AutoCloseable {
         if (to.dependencies().contains(from)) {
             throw new IllegalArgumentException(to + " already depends on " + from);
         }
+        kernelNodes.resolveBeforeEdgesChange();
         Graphs.addProgrammaticDependency(handle(), from.handle(), to.handle());
         return new GraphEdge(from, to, true);
     }
@@ -800,7 +802,7 @@ public final class CudaGraph implements AutoCloseable {
 
     /** {@code params}' arguments, checked, for one use on this thread. */
     static KernelArguments temporaryArguments(KernelLaunch params) {
-        return ROOT.temporaryArguments(params.kernel(), params.arguments().toArray());
+        return ROOT.temporaryArguments(params);
     }
 
     /** {@code lifetimes}, which must be open: a closed buffer or event cannot go into a new node. */

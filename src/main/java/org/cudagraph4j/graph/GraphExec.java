@@ -63,7 +63,7 @@ public final class GraphExec implements AutoCloseable {
         instantiatedNodes = kernelNodes;
         hostFunctions = hostFunctionsOf(held);
         this.lifetime = new Lifetime(LiveCounters.Kind.GRAPH_EXEC, 0,
-                Lifetime.named("GraphExec", handle), () -> free(handle, held, template));
+                "GraphExec", handle, () -> free(handle, held, template));
         lifetime.watch(this);
     }
 
@@ -186,9 +186,11 @@ public final class GraphExec implements AutoCloseable {
                 }
                 throw e;
             }
-            updatedNodeUses.put(address, uses);
-            if (!sameUses && previous != null) {
-                held.drop(previous);
+            if (!sameUses) {
+                updatedNodeUses.put(address, uses);
+                if (previous != null) {
+                    held.drop(previous);
+                }
             }
         } finally {
             lock.unlock();

@@ -1,19 +1,23 @@
 package org.cudagraph4j.graph;
 
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.cudagraph4j.KernelLaunch;
+import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.lifetime.CaptureTracker;
 import org.cudagraph4j.internal.lifetime.Lifetime;
 
 /**
- * What each kernel node of one graph launches and uses, by node address: the nodes a capture
- * recorded, kept as the capture's list, and the nodes added since. The captured list is indexed
- * only when a node is first looked up: most captured graphs are instantiated and launched without
- * ever asking about one node, and building maps at the end of a capture cost as much as the rest
- * of it. Graphs only grow, so an entry never changes once added. Thread-safe.
+ * What each kernel node of one graph launches and uses, by node address: the launches a capture
+ * recorded, kept as the capture's runs, and the nodes added since. The runs are resolved to nodes
+ * ({@link CaptureTracker.Run#resolve}) and indexed only when a node is first looked up, or the
+ * graph is instantiated: most captured graphs are launched without ever asking about one node, and
+ * building maps at the end of a capture cost as much as the rest of it. Graphs only grow, so an
+ * entry never changes once added. Thread-safe.
  */
 final class KernelNodes {
     /** What one kernel node launches and uses. */
@@ -27,14 +31,14 @@ final class KernelNodes {
         this.added = added;
     }
 
-    /** An empty table, for a graph built node by node. */
-    static KernelNodes empty() {
-        return new KernelNodes(new Captured(List.of()), new ConcurrentHashMap<>());
-    }
-
-    /** The kernel nodes a capture recorded, taken as they are. */
-    static KernelNodes captured(List<CaptureTracker.KernelNode<KernelLaunch>> nodes) {
-        return new KernelNodes(new Captured(nodes), new ConcurrentHashMap<>());
+    /**
+     * The kernel launches a capture recorded into {@code graph}, taken as they are.
+     *
+     * @param graphLifetime held while the runs are resolved: a closed graph resolves none
+     */
+    static KernelNodes captured(List<CaptureTracker.Run<KernelLaunch>> runs, MemorySegment graph,
+            Lifetime graphLifetime) {
+        return new KernelNodes(new Captured(runs, graph, graphLifetime), new ConcurrentHashMap<>());
     }
 
     /** Records a node added to the graph. */
@@ -44,45 +48,106 @@ final class KernelNodes {
 
     /** {@return the node's entry, or {@code null} if it is not a kernel node launched through the library} */
     Entry get(long node) {
-        Entry entry = added.get(node);
-        return entry != null ? entry : captured.get(node);
+        Entry entry = captured.get(node); // no boxing for a captured graph's nodes
+        return entry != null ? entry : added.get(node);
     }
 
     /**
      * {@return the table as it is now, which nodes added later do not change} For an executable,
-     * which holds what its graph's nodes used when it was made; it shares the captured list.
+     * which holds what its graph's nodes used when it was made; it shares the captured runs,
+     * resolved now, while the graph is sure to be open.
      */
     KernelNodes snapshot() {
+        captured.index();
         return new KernelNodes(captured, Map.copyOf(added));
     }
 
-    /** The captured nodes and, once a node is looked up, their index by address. */
-    private static final class Captured {
-        private final List<CaptureTracker.KernelNode<KernelLaunch>> nodes;
-        private volatile Map<Long, Entry> index;
+    /**
+     * Resolves the captured runs now, before the graph's edges change: the walk from each run's
+     * last node relies on the dependencies the capture made.
+     */
+    void resolveBeforeEdgesChange() {
+        captured.index();
+    }
 
-        Captured(List<CaptureTracker.KernelNode<KernelLaunch>> nodes) {
-            this.nodes = nodes;
+    /** The captured runs and, once resolved, their nodes by address. */
+    private static final class Captured {
+        private final List<CaptureTracker.Run<KernelLaunch>> runs;
+        private final MemorySegment graph;
+        private final Lifetime graphLifetime;
+        private volatile NodeIndex<Entry> index;
+
+        Captured(List<CaptureTracker.Run<KernelLaunch>> runs, MemorySegment graph, Lifetime graphLifetime) {
+            this.runs = runs;
+            this.graph = graph;
+            this.graphLifetime = graphLifetime;
+            if (runs.isEmpty()) {
+                index = NodeIndex.empty();
+            }
         }
 
         Entry get(long node) {
-            if (nodes.isEmpty()) {
-                return null;
-            }
-            Map<Long, Entry> built = index;
+            return index().get(node);
+        }
+
+        NodeIndex<Entry> index() {
+            NodeIndex<Entry> built = index;
             if (built == null) {
                 synchronized (this) {
                     built = index;
                     if (built == null) {
-                        built = HashMap.newHashMap(nodes.size());
-                        for (CaptureTracker.KernelNode<KernelLaunch> captured : nodes) {
-                            built.put(captured.node(), new Entry(captured.launch(), captured.uses()));
-                        }
+                        built = resolve();
                         index = built;
                     }
                 }
             }
-            return built.get(node);
+            return built;
+        }
+
+        private NodeIndex<Entry> resolve() {
+            try {
+                graphLifetime.retain(); // the graph cannot be destroyed during the walk
+            } catch (IllegalStateException closed) {
+                return NodeIndex.empty();
+            }
+            try {
+                EdgeChain chain = new EdgeChain(graph);
+                List<CaptureTracker.KernelNode<KernelLaunch>> nodes = new ArrayList<>();
+                for (CaptureTracker.Run<KernelLaunch> run : runs) {
+                    nodes.addAll(run.resolve(chain));
+                }
+                NodeIndex<Entry> resolved = new NodeIndex<>(nodes.size());
+                for (CaptureTracker.KernelNode<KernelLaunch> node : nodes) {
+                    resolved.put(node.node(), new Entry(node.launch(), node.uses()));
+                }
+                return resolved;
+            } finally {
+                graphLifetime.release();
+            }
+        }
+    }
+
+    /** A graph's dependencies, read in one call ({@code cudaGraphGetEdges}), and its nodes' types, read as walked. */
+    private static final class EdgeChain implements CaptureTracker.Chain {
+        private final Map<Long, Long> onlyDependency = new HashMap<>();
+        private final Map<Long, Boolean> kernel = new HashMap<>();
+
+        EdgeChain(MemorySegment graph) {
+            for (Graphs.Edge edge : Graphs.edges(graph)) {
+                onlyDependency.merge(edge.to().address(), edge.from().address(),
+                        (first, second) -> CaptureTracker.UNKNOWN_NODE);
+            }
+        }
+
+        @Override
+        public long onlyDependency(long node) {
+            return onlyDependency.getOrDefault(node, CaptureTracker.NO_NODE);
+        }
+
+        @Override
+        public boolean isKernel(long node) {
+            return kernel.computeIfAbsent(node, address ->
+                    GraphNodeType.fromValue(Graphs.nodeType(MemorySegment.ofAddress(address))) == GraphNodeType.KERNEL);
         }
     }
 }

@@ -65,7 +65,7 @@ public final class StreamCapture implements AutoCloseable {
     public static StreamCapture begin(CudaStream stream, CaptureMode mode) {
         MemorySegment handle = stream.handle();
         CaptureTracker.Capture<KernelLaunch> capture = CaptureTracker.begin(ROOT.captureSlot(stream),
-                mode + " capture on " + stream, KernelLaunch.class);
+                new Name(mode, stream), KernelLaunch.class);
         try {
             Graphs.beginCapture(handle, mode.value());
         } catch (RuntimeException e) {
@@ -193,6 +193,8 @@ public final class StreamCapture implements AutoCloseable {
         }
         MemorySegment graph;
         try {
+            // Each stream's last node, from which the graph walks back to its launches' nodes.
+            capture.endRuns(Graphs::capturedNode);
             graph = Graphs.endCapture(stream.handle());
         } catch (RuntimeException e) {
             finishUnlessStillCapturing();
@@ -202,8 +204,7 @@ public final class StreamCapture implements AutoCloseable {
         HeldResources held = capture.handOver();
         CudaGraph captured;
         try {
-            captured = new CudaGraph(graph, stream.device().ordinal(), KernelNodes.captured(capture.kernelNodes()),
-                    held, capture.allocations());
+            captured = new CudaGraph(graph, stream.device().ordinal(), capture.runs(), held, capture.allocations());
         } catch (RuntimeException e) {
             held.dropAll();
             capture.allocations().closeViews();
@@ -290,6 +291,14 @@ public final class StreamCapture implements AutoCloseable {
     @Override
     public String toString() {
         return capture.toString();
+    }
+
+    /** How a capture names itself, made into text only for an error or a log. */
+    private record Name(CaptureMode mode, CudaStream stream) {
+        @Override
+        public String toString() {
+            return mode + " capture on " + stream;
+        }
     }
 
 }

@@ -86,7 +86,7 @@ public final class Devices {
      * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DEVICE.html">cudaSetDevice</a>
      */
     public static void use(int ordinal) {
-        HostFunctions.refuseInCallback("a CUDA call on device " + ordinal);
+        HostFunctions.refuseInCallback(ordinal);
         CudartLoader.ensureLoaded();
         if (ordinal == 0 && visibleDevices() == 1) {
             return;

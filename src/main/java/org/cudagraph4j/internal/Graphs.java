@@ -109,8 +109,8 @@ public final class Graphs {
     }
 
     /**
-     * Right after a launch on a capturing {@code stream}, the node that launch became: the one node
-     * the next captured operation would depend on. 0 when there is not exactly one such node.
+     * The one node the next operation captured on {@code stream} would depend on: right after a
+     * launch, the node that launch became. 0 when there is not exactly one such node.
      *
      * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html">cudaStreamGetCaptureInfo</a>
      */

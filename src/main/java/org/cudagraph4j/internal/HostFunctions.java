@@ -160,11 +160,29 @@ public final class HostFunctions {
      * @throws IllegalStateException if the calling thread is running a host function
      */
     public static void refuseInCallback(String function) {
-        if (RUNNING.get() > 0 && IN_CALLBACK.get() != null) {
-            throw new IllegalStateException(function + " was called from inside a host function, and CUDA forbids"
-                    + " CUDA calls there (they can deadlock): do the work after the stream's synchronization, or"
-                    + " hand it to another thread");
+        if (inCallback()) {
+            throw refusal(function);
         }
+    }
+
+    /**
+     * {@link #refuseInCallback(String)} for a call on device {@code ordinal}, whose description is
+     * built only when refused: it is checked before every call that makes a device current.
+     */
+    public static void refuseInCallback(int ordinal) {
+        if (inCallback()) {
+            throw refusal("a CUDA call on device " + ordinal);
+        }
+    }
+
+    private static boolean inCallback() {
+        return RUNNING.get() > 0 && IN_CALLBACK.get() != null;
+    }
+
+    private static IllegalStateException refusal(String function) {
+        return new IllegalStateException(function + " was called from inside a host function, and CUDA forbids"
+                + " CUDA calls there (they can deadlock): do the work after the stream's synchronization, or"
+                + " hand it to another thread");
     }
 
     private static Registration register(Runnable callback, boolean once, String description) {

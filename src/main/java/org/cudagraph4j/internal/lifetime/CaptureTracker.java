@@ -1,9 +1,14 @@
 package org.cudagraph4j.internal.lifetime;
 
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.WeakHashMap;
+import java.util.function.ToLongFunction;
 
 /**
  * Knows which streams are capturing, so that what a capture records (kernels' libraries, buffers,
@@ -11,22 +16,59 @@ import java.util.concurrent.ConcurrentHashMap;
  * event recorded in one, which is how fork/join captures reach other streams.
  *
  * <p>Each stream holds its own {@link Slot}; launch paths read it on every call, one volatile read.
- * The tracker itself keeps only the set of running captures, for error messages.
+ * The tracker itself keeps only a weak set of the slots, to name the running captures in errors.
+ *
+ * <p>Which node each captured kernel launch became is learned without asking the runtime at every
+ * launch: the launches one stream queues back to back form a {@link Run}, whose nodes are found
+ * afterwards by walking the graph's edges back from the stream's last node (see
+ * {@link Run#resolve}). A run starts where the stream's dependencies are not a chain of its own
+ * (the capture's start, a wait on an event) and ends where the next operation may add others.
  */
 public final class CaptureTracker {
-    private static final Set<Capture<?>> RUNNING = ConcurrentHashMap.newKeySet();
+    /**
+     * Every stream's slot, weakly, so that the captures running now can be named in error messages
+     * without a registry that each capture joins and leaves (a concurrent set was a twentieth of a
+     * 10-node capture's Java samples). Streams are made seldom; errors that name captures are rare.
+     */
+    private static final Map<Slot, Boolean> SLOTS = Collections.synchronizedMap(new WeakHashMap<>());
 
     private CaptureTracker() {}
 
-    /** Where one stream keeps the capture it takes part in; each stream owns one. */
+    /**
+     * Where one stream keeps the capture it takes part in; each stream owns one. Its monitor orders
+     * the stream's captured launches: a launch and its record happen under it, so that runs list
+     * launches in the order the runtime queued them.
+     */
     public static final class Slot {
+        private final MemorySegment stream;
         private volatile Capture<?> capture;
+        /** The launches queued back to back since the last run ended; guarded by {@code this}. */
+        private Run<?> run;
+        /** Whether the stream has no dependencies in its capture yet (it began it); guarded by {@code this}. */
+        private boolean atCaptureStart;
+
+        /** @param stream the {@code cudaStream_t} that owns this slot */
+        public Slot(MemorySegment stream) {
+            this.stream = stream;
+            SLOTS.put(this, Boolean.TRUE);
+        }
 
         /** {@return the capture the stream takes part in, or {@code null}} */
         public Capture<?> capture() {
             return capture;
         }
+
+        /** {@return the {@code cudaStream_t} that owns this slot} */
+        public MemorySegment stream() {
+            return stream;
+        }
     }
+
+    /** In a {@link Run}: the first launch's node is not known, and the run cannot be resolved. */
+    public static final long UNKNOWN_NODE = -1;
+
+    /** In a {@link Run}: the first launch had no dependencies, so the walk ends at the graph's root. */
+    public static final long NO_NODE = 0;
 
     /**
      * One captured kernel node: its address, what it keeps alive, and what it launches.
@@ -36,6 +78,105 @@ public final class CaptureTracker {
     public record KernelNode<L>(long node, List<Lifetime> uses, L launch) {}
 
     /**
+     * What the graph tells of a node, for {@link Run#resolve}.
+     */
+    public interface Chain {
+        /** {@return the node's one dependency; {@link #NO_NODE} if it has none, {@link #UNKNOWN_NODE} if several} */
+        long onlyDependency(long node);
+
+        /** {@return whether the node is a kernel node} */
+        boolean isKernel(long node);
+    }
+
+    /**
+     * Kernel launches one stream queued back to back in a capture. Between two of them the stream
+     * may have queued copies, memsets, host functions or allocations, which the walk passes over,
+     * but no other kernel and no wait: a run ends before each wait this library queues, and a
+     * kernel or wait queued by other code makes the walk fail rather than guess.
+     *
+     * @param <L> how a kernel launch is described (see {@link Capture})
+     */
+    public static final class Run<L> {
+        private final long first;
+        private final List<Launch<L>> launches = new ArrayList<>();
+        private long last = UNKNOWN_NODE;
+        /**
+         * The uses the last launch held, by identity, and how many launches since used the same list
+         * without holding it yet: a capture launches with one argument list again and again, and
+         * the capture's lock and hash lookups per launch were a sixth of its Java samples. The
+         * capture holds them all when it hands over ({@link Capture#handOver}); until then, the
+         * first hold keeps each resource alive.
+         */
+        private List<Lifetime> repeatedUses;
+        private int repeats;
+
+        /** One launch; {@code launch} is {@code null} for a kernel node the library does not record. */
+        private record Launch<L>(List<Lifetime> uses, L launch) {}
+
+        Run(long first) {
+            this.first = first;
+        }
+
+        /**
+         * The nodes of the launches, walking the graph back from the stream's last node: kernel
+         * nodes are matched to launches from the last, other nodes passed over. Empty unless the
+         * walk meets the run's first node (or, for a run at the capture's start, the graph's root
+         * with no other kernel on the way) after exactly one kernel node per launch, each node on
+         * the way with a single dependency.
+         */
+        public List<KernelNode<L>> resolve(Chain chain) {
+            if (first == UNKNOWN_NODE || last == UNKNOWN_NODE || last == NO_NODE) {
+                return List.of();
+            }
+            long[] nodes = new long[launches.size()];
+            long node = last;
+            int index = launches.size() - 1;
+            int known = first == NO_NODE ? 0 : 1; // launches matched to a node before the walk
+            while (index >= known) {
+                if (node == NO_NODE || node == UNKNOWN_NODE) {
+                    return List.of();
+                }
+                if (chain.isKernel(node)) {
+                    nodes[index--] = node;
+                }
+                node = chain.onlyDependency(node);
+            }
+            if (!reachesStart(chain, node)) {
+                return List.of();
+            }
+            if (known == 1) {
+                nodes[0] = first;
+            }
+            List<KernelNode<L>> resolved = new ArrayList<>(nodes.length);
+            for (int i = 0; i < nodes.length; i++) {
+                Launch<L> launch = launches.get(i);
+                if (launch.launch() != null) {
+                    resolved.add(new KernelNode<>(nodes[i], launch.uses(), launch.launch()));
+                }
+            }
+            return resolved;
+        }
+
+        private void holdRepeats(HeldResources held) {
+            if (repeats > 0) {
+                held.hold(repeatedUses, repeats);
+                repeats = 0;
+            }
+        }
+
+        /** Whether the walk, now at {@code node}, reaches the first launch's node (or the root) past non-kernel nodes only. */
+        private boolean reachesStart(Chain chain, long node) {
+            while (node != NO_NODE && node != UNKNOWN_NODE && node != first) {
+                if (chain.isKernel(node)) {
+                    return false;
+                }
+                node = chain.onlyDependency(node);
+            }
+            return node == first;
+        }
+    }
+
+    /**
      * What one capture has used: the resources its nodes need, held until the graph takes them
      * over, and what each kernel node launches.
      *
@@ -43,15 +184,18 @@ public final class CaptureTracker {
      *     package, below the root, cannot name; checked against the class given to {@link #begin}
      */
     public static final class Capture<L> {
-        private final String description;
+        /** Names the capture in errors through its {@code toString()}, called only then. */
+        private final Object description;
         private final HeldResources held = new HeldResources();
         /**
-         * Every kernel node in capture order, appended under its own lock and handed to the graph
-         * as it is: per-node hash maps built during or at the end of a capture cost more than the
-         * capture itself (JFR on the H200: half of a 1000-node capture, then 45% after the maps were
-         * sized). The graph indexes the nodes when it is first asked about one.
+         * Every run of kernel launches, in the order they began, handed to the graph as they are:
+         * per-node hash maps built during or at the end of a capture cost more than the capture
+         * itself (JFR on the H200: half of a 1000-node capture, then 45% after the maps were sized).
+         * The graph resolves and indexes the nodes when it is first asked about one. Guarded by
+         * itself: a launch adds to it holding its slot's monitor, which must not wait for the
+         * capture's, held while the capture's slots are visited.
          */
-        private final List<KernelNode<L>> kernelNodes = new ArrayList<>();
+        private final List<Run<L>> runs = new ArrayList<>();
         /** The slots of the streams that record into this capture; guarded by {@code this}. */
         private final List<Slot> slots = new ArrayList<>(2);
         private final Class<L> launchType;
@@ -60,7 +204,7 @@ public final class CaptureTracker {
         private boolean ended;
         private boolean handedOver;
 
-        Capture(String description, Class<L> launchType) {
+        Capture(Object description, Class<L> launchType) {
             this.description = description;
             this.launchType = launchType;
         }
@@ -71,24 +215,107 @@ public final class CaptureTracker {
         }
 
         /**
-         * Records a captured kernel node: what it keeps alive, and what it launches, which the
-         * runtime cannot report for library kernels.
+         * Whether the next launch on {@code slot}'s stream starts a run whose first node must be
+         * asked of the runtime ({@code cudaStreamGetCaptureInfo}) right after it is queued: the
+         * stream has dependencies that are not a run's. Call holding {@code slot}'s monitor.
+         */
+        public boolean needsFirstNode(Slot slot) {
+            return slot.run == null && !slot.atCaptureStart;
+        }
+
+        /**
+         * Records a kernel launch just queued on {@code slot}'s stream: what it keeps alive, and
+         * what it launches, which the runtime cannot report for library kernels. Call holding
+         * {@code slot}'s monitor, which must have been held since the launch was queued.
          *
-         * @param launch the launch, of the type the capture began with
+         * @param firstNode the launch's node if {@link #needsFirstNode} said so; ignored otherwise
+         * @param launch the launch, of exactly the class the capture began with; {@code null} for a kernel
+         *     node the library does not record (its uses are still held)
          * @throws ClassCastException if {@code launch} is not of that type
          */
-        public void recordKernelNode(long node, List<Lifetime> lifetimes, Object launch) {
-            KernelNode<L> recorded = new KernelNode<>(node, List.copyOf(lifetimes), launchType.cast(launch));
-            held.hold(lifetimes);
-            synchronized (kernelNodes) {
-                kernelNodes.add(recorded);
+        public void recordKernelLaunch(Slot slot, long firstNode, List<Lifetime> lifetimes, Object launch) {
+            // An exact class check: Class.cast on a class that is not a constant was a seventh of a
+            // 10-node capture's Java samples.
+            if (launch != null && launch.getClass() != launchType) {
+                throw new ClassCastException("a capture of " + launchType.getName() + " launches cannot record a "
+                        + launch.getClass().getName());
+            }
+            @SuppressWarnings("unchecked") // checked just above
+            L recorded = (L) launch;
+            List<Lifetime> uses = List.copyOf(lifetimes);
+            @SuppressWarnings("unchecked") // a slot's run belongs to the capture the slot takes part in
+            Run<L> run = (Run<L>) slot.run;
+            if (run != null && uses == run.repeatedUses) {
+                run.repeats++;
+            } else {
+                held.hold(uses);
+                if (run == null) {
+                    run = new Run<>(slot.atCaptureStart ? NO_NODE : firstNode);
+                    slot.run = run;
+                    slot.atCaptureStart = false;
+                    synchronized (runs) {
+                        runs.add(run);
+                    }
+                } else {
+                    run.holdRepeats(held);
+                }
+                run.repeatedUses = uses;
+            }
+            run.launches.add(new Run.Launch<>(uses, recorded));
+        }
+
+        /**
+         * Ends the run of {@code slot}'s stream, if one is open, before an operation that may add
+         * dependencies of another stream (a wait on an event), or at the capture's end. Call
+         * holding {@code slot}'s monitor.
+         *
+         * @param lastNode the stream's one dependency now, as {@code cudaStreamGetCaptureInfo}
+         *     reports it; {@link #NO_NODE} if it has not exactly one
+         */
+        public void endRun(Slot slot, long lastNode) {
+            if (slot.run != null) {
+                slot.run.last = lastNode;
+                slot.run = null;
+            }
+            slot.atCaptureStart = false;
+        }
+
+        /** {@return whether {@code slot}'s stream has launches in a run that has not ended} Call holding its monitor. */
+        public boolean hasOpenRun(Slot slot) {
+            return slot.run != null;
+        }
+
+        /**
+         * Ends the open run of each stream that records into this capture, at the stream's last
+         * node, which only the capture can tell; call just before the capture ends.
+         *
+         * @param lastNode the one node the next operation captured on a stream would depend on,
+         *     {@link #NO_NODE} if not exactly one ({@code cudaStreamGetCaptureInfo})
+         */
+        public synchronized void endRuns(ToLongFunction<MemorySegment> lastNode) {
+            for (Slot slot : slots) {
+                synchronized (slot) {
+                    if (slot.run != null) {
+                        endRun(slot, lastNode.applyAsLong(slot.stream));
+                    }
+                }
             }
         }
 
-        /** Every kernel node launched through the library, in capture order; call once the capture ended. */
-        public List<KernelNode<L>> kernelNodes() {
-            synchronized (kernelNodes) {
-                return List.copyOf(kernelNodes);
+        /**
+         * Every run of kernel launches, in the order they began, for the graph made from this
+         * capture; the capture must have ended, so that none is added.
+         *
+         * @throws IllegalStateException if the capture is still running
+         */
+        public List<Run<L>> runs() {
+            synchronized (this) {
+                if (!ended) {
+                    throw new IllegalStateException(description + " is still running");
+                }
+            }
+            synchronized (runs) {
+                return Collections.unmodifiableList(runs);
             }
         }
 
@@ -102,6 +329,9 @@ public final class CaptureTracker {
                 throw new IllegalStateException(description + " was already handed to its graph");
             }
             handedOver = true;
+            for (Run<L> run : runs()) {
+                run.holdRepeats(held);
+            }
             return held;
         }
 
@@ -120,17 +350,18 @@ public final class CaptureTracker {
 
         @Override
         public String toString() {
-            return description;
+            return description.toString();
         }
     }
 
     /**
      * Starts tracking a capture on the stream that owns {@code slot}.
      *
+     * @param description names the capture in errors, through its {@code toString()}, called only then
      * @param launchType the class that describes a kernel launch, which launch paths record
      * @throws IllegalStateException if the stream already takes part in a capture
      */
-    public static <L> Capture<L> begin(Slot slot, String description, Class<L> launchType) {
+    public static <L> Capture<L> begin(Slot slot, Object description, Class<L> launchType) {
         Capture<L> capture = new Capture<>(description, launchType);
         synchronized (slot) {
             Capture<?> running = slot.capture;
@@ -139,8 +370,9 @@ public final class CaptureTracker {
             }
             capture.slots.add(slot);
             slot.capture = capture;
+            slot.run = null;
+            slot.atCaptureStart = true;
         }
-        RUNNING.add(capture);
         return capture;
     }
 
@@ -162,6 +394,8 @@ public final class CaptureTracker {
             synchronized (slot) {
                 capture.slots.add(slot);
                 slot.capture = capture;
+                slot.run = null;
+                slot.atCaptureStart = false;
             }
         }
     }
@@ -174,18 +408,26 @@ public final class CaptureTracker {
                 synchronized (slot) {
                     if (slot.capture == capture) {
                         slot.capture = null;
+                        slot.run = null;
                     }
                 }
             }
         }
-        RUNNING.remove(capture);
     }
 
     /** The captures running now, for error messages. */
     public static String describeRunning() {
-        List<String> running = RUNNING.stream().map(Capture::toString).toList();
+        Set<Capture<?>> running = Collections.newSetFromMap(new IdentityHashMap<>());
+        synchronized (SLOTS) {
+            for (Slot slot : SLOTS.keySet()) {
+                Capture<?> capture = slot.capture;
+                if (capture != null) {
+                    running.add(capture);
+                }
+            }
+        }
         return running.isEmpty()
                 ? "no capture tracked by cudagraph4j (another library may have begun one)"
-                : String.join("; ", running);
+                : String.join("; ", running.stream().map(Capture::toString).sorted().toList());
     }
 }

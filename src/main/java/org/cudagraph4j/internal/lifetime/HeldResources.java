@@ -1,6 +1,5 @@
 package org.cudagraph4j.internal.lifetime;
 
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -13,7 +12,7 @@ import java.util.Map;
  */
 public final class HeldResources {
     /** Uses per resource, counted in place: a capture adds one use per node, thousands at a time. */
-    private final Map<Lifetime, Count> uses = new HashMap<>();
+    private Map<Lifetime, Count> uses = new HashMap<>();
 
     private static final class Count {
         int value;
@@ -25,6 +24,15 @@ public final class HeldResources {
      * @throws IllegalStateException if one was already freed; nothing is then held
      */
     public synchronized void hold(List<Lifetime> lifetimes) {
+        hold(lifetimes, 1);
+    }
+
+    /**
+     * Adds {@code times} uses of each lifetime, retaining those not held yet; all or nothing.
+     *
+     * @throws IllegalStateException if one was already freed; nothing is then held
+     */
+    public synchronized void hold(List<Lifetime> lifetimes, int times) {
         int added = 0;
         try {
             for (Lifetime lifetime : lifetimes) {
@@ -34,11 +42,13 @@ public final class HeldResources {
                     count = new Count();
                     uses.put(lifetime, count);
                 }
-                count.value++;
+                count.value += times;
                 added++;
             }
         } catch (RuntimeException e) {
-            drop(lifetimes.subList(0, added));
+            for (int i = 0; i < times; i++) {
+                drop(lifetimes.subList(0, added));
+            }
             throw e;
         }
     }
@@ -107,10 +117,10 @@ public final class HeldResources {
 
     /** Releases everything held. */
     public synchronized void dropAll() {
-        List<Lifetime> held = new ArrayList<>(uses.keySet());
-        uses.clear();
+        Map<Lifetime, Count> held = uses;
+        uses = new HashMap<>();
         RuntimeException failure = null;
-        for (Lifetime lifetime : held) {
+        for (Lifetime lifetime : held.keySet()) {
             try {
                 lifetime.release();
             } catch (RuntimeException e) {

@@ -19,16 +19,24 @@ import java.util.concurrent.atomic.AtomicInteger;
  * resource (with the allocation site when {@value #TRACK_PROPERTY} is {@code true}).
  */
 public final class Lifetime {
-    /** Set to {@code true} to record where each watched resource was created, for leak warnings. */
+    /**
+     * Set to {@code true} (at startup: it is read once) to record where each watched resource was
+     * created, for leak warnings.
+     */
     public static final String TRACK_PROPERTY = "org.cudagraph4j.trackAllocations";
 
+    /** {@value #TRACK_PROPERTY}, read once: every watched resource would pay for a property lookup. */
+    private static final boolean TRACK = Boolean.getBoolean(TRACK_PROPERTY);
     private static final Cleaner CLEANER = Cleaner.create();
     private static final HexFormat HEX = HexFormat.of().withUpperCase();
     private static final System.Logger LOG = System.getLogger("org.cudagraph4j");
 
     private final LiveCounters.Kind kind;
     private final long byteSize;
-    private final String description;
+    /** What {@link #toString()} says; for a {@linkplain #named named} lifetime, made on first use. */
+    private String description;
+    private final String type;
+    private final long address;
     private final Runnable free;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final AtomicInteger references = new AtomicInteger(1);
@@ -43,9 +51,27 @@ public final class Lifetime {
      * @param free releases the native resource; runs exactly once
      */
     public Lifetime(LiveCounters.Kind kind, long byteSize, String description, Runnable free) {
+        this(kind, byteSize, description, null, 0, free);
+    }
+
+    /**
+     * A lifetime for a resource that was just created, named as {@link #named} names it, but only
+     * when first described: a capture made and closed in a few microseconds never is.
+     *
+     * @param type names the resource's kind, e.g. {@code "CudaGraph"}
+     * @param handle the resource's handle
+     */
+    public Lifetime(LiveCounters.Kind kind, long byteSize, String type, MemorySegment handle, Runnable free) {
+        this(kind, byteSize, null, type, handle.address(), free);
+    }
+
+    private Lifetime(LiveCounters.Kind kind, long byteSize, String description, String type, long address,
+            Runnable free) {
         this.kind = kind;
         this.byteSize = byteSize;
         this.description = description;
+        this.type = type;
+        this.address = address;
         this.free = free;
         LiveCounters.created(kind, byteSize);
     }
@@ -56,7 +82,11 @@ public final class Lifetime {
      * every capture paid for its graph's name.
      */
     public static String named(String type, MemorySegment handle) {
-        return type + " 0x" + HEX.toHexDigits(handle.address());
+        return named(type, handle.address());
+    }
+
+    private static String named(String type, long address) {
+        return type + " 0x" + HEX.toHexDigits(address);
     }
 
     /**
@@ -64,14 +94,14 @@ public final class Lifetime {
      * the log. Call once, from the owner's constructor; the action holds no reference to the owner.
      */
     public void watch(Object owner) {
-        Throwable site = Boolean.getBoolean(TRACK_PROPERTY) ? new Throwable("allocated here") : null;
+        Throwable site = TRACK ? new Throwable("allocated here") : null;
         cleanable = CLEANER.register(owner, new Forgotten(this, site));
     }
 
     /** @throws IllegalStateException if the owner was closed */
     public void ensureOpen() {
         if (closed.get()) {
-            throw new IllegalStateException(description + " is closed");
+            throw new IllegalStateException(this + " is closed");
         }
     }
 
@@ -91,7 +121,7 @@ public final class Lifetime {
         do {
             count = references.get();
             if (count == 0) {
-                throw new IllegalStateException(description + " is closed");
+                throw new IllegalStateException(this + " is closed");
             }
         } while (!references.compareAndSet(count, count + 1));
     }
@@ -106,7 +136,7 @@ public final class Lifetime {
                 LiveCounters.freed(kind, byteSize);
             }
         } else if (count < 0) {
-            throw new IllegalStateException(description + " was released more often than retained");
+            throw new IllegalStateException(this + " was released more often than retained");
         }
     }
 
@@ -123,7 +153,12 @@ public final class Lifetime {
 
     @Override
     public String toString() {
-        return description;
+        String text = description;
+        if (text == null) {
+            text = named(type, address); // a race makes the same text twice
+            description = text;
+        }
+        return text;
     }
 
     /** The cleaner's action: runs once, when the owner is unreachable or closed. */

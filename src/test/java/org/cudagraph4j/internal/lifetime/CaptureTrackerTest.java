@@ -7,14 +7,17 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.MemorySegment;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /** The capture bookkeeping each stream holds in its slot; no GPU needed. */
 class CaptureTrackerTest {
-    private final CaptureTracker.Slot stream = new CaptureTracker.Slot();
-    private final CaptureTracker.Slot forked = new CaptureTracker.Slot();
+    private final CaptureTracker.Slot stream = new CaptureTracker.Slot(MemorySegment.ofAddress(0x1000));
+    private final CaptureTracker.Slot forked = new CaptureTracker.Slot(MemorySegment.ofAddress(0x2000));
 
     @Test
     void aStreamRecordsIntoItsCaptureUntilItEnds() {
@@ -61,16 +64,25 @@ class CaptureTrackerTest {
     }
 
     @Test
-    void kernelNodesComeBackInCaptureOrderAndTheirUsesAreHeldUntilHandedOver() {
+    void launchesAreHeldUntilHandedOverAndTheirRunsComeBackInOrder() {
         AtomicInteger frees = new AtomicInteger();
         Lifetime library = new Lifetime(LiveCounters.Kind.EVENT, 0, "library", frees::incrementAndGet);
         CaptureTracker.Capture<String> capture = CaptureTracker.begin(stream, "capture A", String.class);
-        capture.recordKernelNode(0x20, List.of(library), "launch 1");
-        capture.recordKernelNode(0x10, List.of(library), "launch 2");
+        CaptureTracker.join(forked, capture);
+        assertFalse(capture.needsFirstNode(stream), "the stream that began the capture has no dependencies yet");
+        assertTrue(capture.needsFirstNode(forked), "a stream that joined depends on another's nodes");
+        capture.recordKernelLaunch(stream, CaptureTracker.UNKNOWN_NODE, List.of(library), "launch 1");
+        capture.recordKernelLaunch(forked, 0x30, List.of(library), "launch 2");
+        capture.recordKernelLaunch(stream, CaptureTracker.UNKNOWN_NODE, List.of(library), "launch 3");
+        assertFalse(capture.needsFirstNode(stream), "a run is open");
+        capture.endRun(stream, 0x20);
+        assertTrue(capture.needsFirstNode(stream), "after a run ends, the next one starts at a known node");
+        capture.endRun(forked, 0x30);
         CaptureTracker.end(capture);
-        assertEquals(List.of(0x20L, 0x10L), capture.kernelNodes().stream().map(CaptureTracker.KernelNode::node)
-                .toList());
-        assertThrows(ClassCastException.class, () -> capture.recordKernelNode(0x30, List.of(library), 42),
+        Chain chain = new Chain(Map.of(0x20L, 0x10L), Set.of(0x10L, 0x20L, 0x30L));
+        assertEquals(List.of(List.of(0x10L, 0x20L), List.of(0x30L)), capture.runs().stream()
+                .map(run -> run.resolve(chain).stream().map(CaptureTracker.KernelNode::node).toList()).toList());
+        assertThrows(ClassCastException.class, () -> capture.recordKernelLaunch(stream, 0, List.of(library), 42),
                 "a launch of another type than the capture began with");
 
         library.close();
@@ -81,5 +93,85 @@ class CaptureTrackerTest {
         assertThrows(IllegalStateException.class, capture::handOver);
         graph.dropAll();
         assertEquals(1, frees.get());
+    }
+
+    @Test
+    void aRunAtTheCaptureStartPassesOverOtherNodesToTheRoot() {
+        // memset 1 <- kernel 2 <- copy 3 <- kernel 4 <- kernel 5 <- memset 6
+        Chain chain = new Chain(Map.of(2L, 1L, 3L, 2L, 4L, 3L, 5L, 4L, 6L, 5L), Set.of(2L, 4L, 5L));
+        assertEquals(List.of(2L, 4L, 5L), nodes(runAtStart(3, 6), chain));
+        assertEquals(List.of(), nodes(runAtStart(2, 6), chain), "a kernel before the run's first launch");
+        assertEquals(List.of(), nodes(runAtStart(4, 6), chain), "fewer kernel nodes than launches");
+    }
+
+    @Test
+    void aRunFromAKnownNodeMustMeetItAfterOneKernelPerLaunch() {
+        // kernel 10 <- kernel 11 <- empty 12 <- kernel 13
+        Chain chain = new Chain(Map.of(11L, 10L, 12L, 11L, 13L, 12L), Set.of(10L, 11L, 13L));
+        assertEquals(List.of(10L, 11L, 13L), nodes(runFrom(10, 3, 13), chain));
+        assertEquals(List.of(), nodes(runFrom(11, 3, 13), chain), "another kernel between the first and the rest");
+        assertEquals(List.of(13L), nodes(runFrom(13, 1, 13), chain), "a run of one launch is its first node");
+        assertEquals(List.of(), nodes(runFrom(10, 3, CaptureTracker.NO_NODE), chain), "no single last node");
+        assertEquals(List.of(), nodes(runFrom(CaptureTracker.UNKNOWN_NODE, 3, 13), chain), "no first node");
+    }
+
+    @Test
+    void aNodeWithSeveralDependenciesOnTheWayLeavesTheRunUnresolved() {
+        Chain chain = new Chain(Map.of(11L, 10L, 12L, CaptureTracker.UNKNOWN_NODE), Set.of(10L, 11L, 12L));
+        assertEquals(List.of(), nodes(runFrom(10, 3, 12), chain));
+    }
+
+    @Test
+    void anUnrecordedLaunchTakesItsNodeButIsNotReturned() {
+        Chain chain = new Chain(Map.of(2L, 1L, 3L, 2L), Set.of(1L, 2L, 3L));
+        CaptureTracker.Capture<String> capture = CaptureTracker.begin(stream, "capture A", String.class);
+        capture.recordKernelLaunch(stream, CaptureTracker.UNKNOWN_NODE, List.of(), "launch 1");
+        capture.recordKernelLaunch(stream, CaptureTracker.UNKNOWN_NODE, List.of(), null); // a cluster launch
+        capture.recordKernelLaunch(stream, CaptureTracker.UNKNOWN_NODE, List.of(), "launch 3");
+        capture.endRun(stream, 3);
+        CaptureTracker.end(capture);
+        List<CaptureTracker.KernelNode<String>> resolved = capture.runs().getFirst().resolve(chain);
+        assertEquals(List.of(1L, 3L), resolved.stream().map(CaptureTracker.KernelNode::node).toList());
+        assertEquals(List.of("launch 1", "launch 3"), resolved.stream().map(CaptureTracker.KernelNode::launch).toList());
+    }
+
+    /** A run of {@code launches} that began the capture, ending at {@code last}. */
+    private CaptureTracker.Run<String> runAtStart(int launches, long last) {
+        CaptureTracker.Capture<String> capture = CaptureTracker.begin(stream, "capture A", String.class);
+        return run(capture, stream, CaptureTracker.UNKNOWN_NODE, launches, last);
+    }
+
+    /** A run of {@code launches} of a stream that joined a capture, from {@code first} to {@code last}. */
+    private CaptureTracker.Run<String> runFrom(long first, int launches, long last) {
+        CaptureTracker.Capture<String> capture = CaptureTracker.begin(stream, "capture A", String.class);
+        CaptureTracker.join(forked, capture);
+        return run(capture, forked, first, launches, last);
+    }
+
+    private static CaptureTracker.Run<String> run(CaptureTracker.Capture<String> capture, CaptureTracker.Slot slot,
+            long first, int launches, long last) {
+        for (int i = 0; i < launches; i++) {
+            capture.recordKernelLaunch(slot, first, List.of(), "launch " + i);
+        }
+        capture.endRun(slot, last);
+        CaptureTracker.end(capture);
+        return capture.runs().getFirst();
+    }
+
+    private static List<Long> nodes(CaptureTracker.Run<String> run, Chain chain) {
+        return run.resolve(chain).stream().map(CaptureTracker.KernelNode::node).toList();
+    }
+
+    /** A graph given as each node's one dependency (none if absent) and its kernel nodes. */
+    private record Chain(Map<Long, Long> dependency, Set<Long> kernels) implements CaptureTracker.Chain {
+        @Override
+        public long onlyDependency(long node) {
+            return dependency.getOrDefault(node, CaptureTracker.NO_NODE);
+        }
+
+        @Override
+        public boolean isKernel(long node) {
+            return kernels.contains(node);
+        }
     }
 }
