@@ -16,7 +16,7 @@ import org.cudagraph4j.internal.lifetime.LiveCounters;
  *
  * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EVENT.html">Event management</a>
  */
-public final class CudaEvent implements AutoCloseable {
+public final class CudaEvent extends NativeResource {
     /** Creation options; none gives a timing event that waits by spinning. */
     public enum Option {
         /** No timing data: cheaper to record and wait on, for pure synchronization. */
@@ -39,16 +39,13 @@ public final class CudaEvent implements AutoCloseable {
     private final CudaDevice device;
     private final MemorySegment handle;
     private final boolean timing;
-    private final Lifetime lifetime;
     private volatile CaptureTracker.Capture<?> recordedIn;
 
     CudaEvent(CudaDevice device, MemorySegment handle, int flags) {
+        super(new Lifetime(LiveCounters.Kind.EVENT, 0, "CudaEvent", handle, () -> Streams.destroyEvent(handle)));
         this.device = device;
         this.handle = handle;
         this.timing = (flags & Option.DISABLE_TIMING.flag()) == 0;
-        this.lifetime = new Lifetime(LiveCounters.Kind.EVENT, 0, Lifetime.named("CudaEvent", handle),
-                () -> Streams.destroyEvent(handle));
-        lifetime.watch(this);
     }
 
     /** {@return the device this event was created on} */
@@ -75,7 +72,7 @@ public final class CudaEvent implements AutoCloseable {
         Streams.record(handle(), streamHandle);
         CaptureTracker.Capture<?> capture = CaptureTracker.of(stream.captureSlot());
         if (capture != null) {
-            capture.use(List.of(lifetime));
+            capture.use(List.of(lifetime()));
         }
         recordedIn = capture;
     }
@@ -124,30 +121,7 @@ public final class CudaEvent implements AutoCloseable {
      * @throws IllegalStateException if the event is closed
      */
     public MemorySegment handle() {
-        lifetime.ensureOpen();
+        lifetime().ensureOpen();
         return handle;
-    }
-
-    /**
-     * {@return whether this event is open: false once {@link #close()} has been called, even while a
-     * graph still keeps the native event alive}
-     */
-    public boolean isOpen() {
-        return lifetime.isOpen();
-    }
-
-    Lifetime lifetime() {
-        return lifetime;
-    }
-
-    /** Destroys the event. Idempotent. */
-    @Override
-    public void close() {
-        lifetime.close();
-    }
-
-    @Override
-    public String toString() {
-        return lifetime.toString();
     }
 }

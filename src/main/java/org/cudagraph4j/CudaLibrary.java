@@ -35,17 +35,25 @@ import org.cudagraph4j.internal.lifetime.LiveCounters;
  *
  * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__LIBRARY.html">Library management</a>
  */
-public final class CudaLibrary implements AutoCloseable {
+public final class CudaLibrary extends NativeResource {
     private final String source;
     private final MemorySegment handle;
-    private final Lifetime lifetime;
     private final Map<String, CudaKernel> kernels = new ConcurrentHashMap<>();
     /** The image as loaded, without the NUL the library appends; alive while the library is. */
     private final MemorySegment image;
     private volatile String contentHash;
 
-    private CudaLibrary(String source, byte[] image) {
+    private CudaLibrary(String source, Loaded loaded) {
+        super(loaded.lifetime());
         this.source = source;
+        this.handle = loaded.handle();
+        this.image = loaded.image();
+    }
+
+    /** A library the runtime loaded, with its image and the lifetime that unloads it. */
+    private record Loaded(MemorySegment handle, MemorySegment image, Lifetime lifetime) {}
+
+    private static Loaded loadImage(String source, byte[] image) {
         Arena imageMemory = Arena.ofShared();
         // PTX must be NUL-terminated; a trailing zero after a cubin or fatbin is harmless.
         MemorySegment nativeImage = imageMemory.allocate(image.length + 1L, 16);
@@ -57,10 +65,8 @@ public final class CudaLibrary implements AutoCloseable {
             imageMemory.close();
             throw e;
         }
-        this.handle = loaded;
-        this.image = nativeImage.asSlice(0, image.length);
-        // The free action must not reach this object, or the cleaner could never run.
-        this.lifetime = new Lifetime(LiveCounters.Kind.LIBRARY, nativeImage.byteSize(), "CudaLibrary " + source,
+        // The free action must not reach the library object, or the cleaner could never run.
+        Lifetime lifetime = new Lifetime(LiveCounters.Kind.LIBRARY, nativeImage.byteSize(), "CudaLibrary " + source,
                 () -> {
                     try {
                         Libraries.unload(loaded);
@@ -68,7 +74,7 @@ public final class CudaLibrary implements AutoCloseable {
                         imageMemory.close();
                     }
                 });
-        lifetime.watch(this);
+        return new Loaded(loaded, nativeImage.asSlice(0, image.length), lifetime);
     }
 
     /**
@@ -89,7 +95,7 @@ public final class CudaLibrary implements AutoCloseable {
     public static CudaLibrary load(String name, byte[] image) {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(image, "image");
-        return new CudaLibrary(name, ImageValidator.prepare(name, image));
+        return new CudaLibrary(name, loadImage(name, ImageValidator.prepare(name, image)));
     }
 
     /**
@@ -166,7 +172,7 @@ public final class CudaLibrary implements AutoCloseable {
      * @throws IllegalStateException if this library is closed
      */
     public String contentHash() {
-        lifetime.ensureOpen();
+        lifetime().ensureOpen();
         String hash = contentHash;
         if (hash == null) {
             try {
@@ -191,7 +197,7 @@ public final class CudaLibrary implements AutoCloseable {
      * @throws CudaException with {@code cudaErrorSymbolNotFound} if there is none
      */
     public CudaKernel kernel(String name) {
-        lifetime.ensureOpen();
+        lifetime().ensureOpen();
         return kernels.computeIfAbsent(name, n -> new CudaKernel(this, Libraries.kernel(handle, n), n));
     }
 
@@ -201,7 +207,7 @@ public final class CudaLibrary implements AutoCloseable {
      * @throws IllegalStateException if the library is closed
      */
     public List<String> kernelNames() {
-        lifetime.ensureOpen();
+        lifetime().ensureOpen();
         List<String> names = new ArrayList<>();
         for (MemorySegment kernel : Libraries.kernels(handle)) {
             names.add(Libraries.name(kernel));
@@ -220,30 +226,7 @@ public final class CudaLibrary implements AutoCloseable {
      * @throws IllegalStateException if the library is closed
      */
     public MemorySegment handle() {
-        lifetime.ensureOpen();
+        lifetime().ensureOpen();
         return handle;
-    }
-
-    /**
-     * {@return whether this library is open: false once {@link #close()} has been called, even while a
-     * graph still keeps the image loaded}
-     */
-    public boolean isOpen() {
-        return lifetime.isOpen();
-    }
-
-    Lifetime lifetime() {
-        return lifetime;
-    }
-
-    /** Unloads the library once no executable graph needs it. Idempotent. */
-    @Override
-    public void close() {
-        lifetime.close();
-    }
-
-    @Override
-    public String toString() {
-        return lifetime.toString();
     }
 }

@@ -23,27 +23,29 @@ import org.cudagraph4j.internal.lifetime.LiveCounters;
  *
  * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html">Stream management</a>
  */
-public final class CudaStream implements AutoCloseable {
+public final class CudaStream extends NativeResource {
     private final CudaDevice device;
     private final MemorySegment handle;
     private final int priority;
-    private final Lifetime lifetime;
     /** The capture this stream takes part in, which every launch on it reads. */
     private final CaptureTracker.Slot captureSlot;
 
     CudaStream(CudaDevice device, MemorySegment handle, int priority) {
+        super(new Lifetime(LiveCounters.Kind.STREAM, 0,
+                Lifetime.named("CudaStream", handle) + " on device " + device.ordinal(), destroy(device.ordinal(), handle)));
         this.device = device;
         this.handle = handle;
-        this.captureSlot = new CaptureTracker.Slot(handle);
         this.priority = priority;
-        int ordinal = device.ordinal();
-        this.lifetime = new Lifetime(LiveCounters.Kind.STREAM, 0,
-                Lifetime.named("CudaStream", handle) + " on device " + ordinal, () -> {
-                    Devices.use(ordinal); // the cleaner's thread may have another device current
-                    Streams.destroy(handle);
-                    HostFunctions.forget(handle);
-                });
-        lifetime.watch(this);
+        this.captureSlot = new CaptureTracker.Slot(handle);
+    }
+
+    /** Frees the native stream; reaches no stream object, or the cleaner could never run. */
+    private static Runnable destroy(int ordinal, MemorySegment handle) {
+        return () -> {
+            Devices.use(ordinal); // the cleaner's thread may have another device current
+            Streams.destroy(handle);
+            HostFunctions.forget(handle);
+        };
     }
 
     /** {@return the device this stream was created on} */
@@ -214,13 +216,8 @@ public final class CudaStream implements AutoCloseable {
      * @throws IllegalStateException if the stream is closed
      */
     public MemorySegment handle() {
-        lifetime.ensureOpen();
+        lifetime().ensureOpen();
         return handle;
-    }
-
-    /** {@return whether this stream is open: false once {@link #close()} has been called} */
-    public boolean isOpen() {
-        return lifetime.isOpen();
     }
 
     /**
@@ -234,25 +231,15 @@ public final class CudaStream implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (lifetime.isOpen() && captureSlot.capture() != null) {
+        if (isOpen() && captureSlot.capture() != null) {
             throw new IllegalStateException(this + " is capturing: end or close its StreamCapture before closing "
                     + "the stream");
         }
-        lifetime.close();
-    }
-
-    @Override
-    public String toString() {
-        return lifetime.toString();
+        super.close();
     }
 
     /** Where this stream keeps the capture it takes part in. */
     CaptureTracker.Slot captureSlot() {
         return captureSlot;
-    }
-
-    /** The lifetime of the native stream, which stream-ordered buffers hold until they are freed. */
-    Lifetime lifetime() {
-        return lifetime;
     }
 }

@@ -15,17 +15,18 @@ import org.cudagraph4j.internal.lifetime.LiveCounters;
  * <p>Thread safety: the segment may be read and written from any thread; closing waits for no one,
  * so do not close while another thread, or a queued asynchronous copy, still uses it.
  */
-public final class PinnedBuffer implements AutoCloseable {
+public final class PinnedBuffer extends NativeResource {
     private final MemorySegment segment;
-    private final Lifetime lifetime;
+
+    PinnedBuffer(MemorySegment pointer, long byteSize) {
+        this(pointer, byteSize, Arena.ofShared());
+    }
 
     @SuppressWarnings("restricted") // sizes the pointer cudaHostAlloc returned, and ties it to the arena
-    PinnedBuffer(MemorySegment pointer, long byteSize) {
-        Arena arena = Arena.ofShared();
+    private PinnedBuffer(MemorySegment pointer, long byteSize, Arena arena) {
+        super(new Lifetime(LiveCounters.Kind.PINNED_BUFFER, byteSize,
+                String.format("PinnedBuffer 0x%X (%d bytes)", pointer.address(), byteSize), arena::close));
         this.segment = pointer.reinterpret(byteSize, arena, Memory::freeHost);
-        this.lifetime = new Lifetime(LiveCounters.Kind.PINNED_BUFFER, byteSize,
-                String.format("PinnedBuffer 0x%X (%d bytes)", pointer.address(), byteSize), arena::close);
-        lifetime.watch(this);
     }
 
     /** {@return the memory, valid until {@link #close()}; an access after it throws {@link IllegalStateException}} */
@@ -36,21 +37,5 @@ public final class PinnedBuffer implements AutoCloseable {
     /** {@return the size in bytes, as allocated} */
     public long byteSize() {
         return segment.byteSize();
-    }
-
-    /** {@return whether this buffer is open: false once {@link #close()} has been called} */
-    public boolean isOpen() {
-        return lifetime.isOpen();
-    }
-
-    /** Frees the memory. Idempotent. */
-    @Override
-    public void close() {
-        lifetime.close();
-    }
-
-    @Override
-    public String toString() {
-        return lifetime.toString();
     }
 }

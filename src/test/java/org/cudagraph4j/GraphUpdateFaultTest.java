@@ -45,6 +45,9 @@ class GraphUpdateFaultTest {
             assertTrue(e.getMessage().startsWith("cudaGraphExecUpdate: cudaErrorGraphExecUpdateFailure (910): "),
                     e.getMessage());
             assertTrue(e.getMessage().contains(" [cudaGraphExecUpdateErrorTopologyChanged"), e.getMessage());
+            // Where the runtime names the edge that differs, the message names both of its ends.
+            e.edgeFrom().ifPresent(from -> assertTrue(e.node().isPresent()
+                    && e.getMessage().contains("on the edge from " + from + " to " + e.node().get()), e.getMessage()));
             assertFalse(e.isSticky());
             assertEquals(before, Cuda.liveResources(), "a refused update holds nothing more");
             assertExecWritesPattern(gpu, exec, out, 0.5f, 4f);

@@ -48,19 +48,17 @@ import org.cudagraph4j.internal.lifetime.LiveCounters;
  *
  * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">Graph management</a>
  */
-public final class CudaGraph implements AutoCloseable {
+public final class CudaGraph extends GraphResource {
     /** What this package does with the root package's objects beyond their public API. */
     private static final GraphAccess ROOT = GraphAccess.get();
 
-    private final MemorySegment handle;
     /** The ordinal of the device the nodes run on; calls that name no stream make it current. */
     private final int device;
-    private final Lifetime lifetime;
     private final HeldResources held;
     private final KernelNodes kernelNodes;
     /** Conditional nodes by node address, and their bodies, which close with this graph. */
     private final Map<Long, ConditionalNode> conditionals = new ConcurrentHashMap<>();
-    private final List<CudaGraph> bodies = new CopyOnWriteArrayList<>();
+    private final List<CudaGraph> bodies;
     /** Whether a conditional node's body: the node owns the native graph, and close() does nothing. */
     private final boolean body;
     /** CUDA allows one executable at a time of a graph with conditional or memory nodes. */
@@ -79,17 +77,8 @@ public final class CudaGraph implements AutoCloseable {
      */
     CudaGraph(MemorySegment handle, int device, List<CaptureTracker.Run<KernelLaunch>> captured, HeldResources held,
             GraphAllocations allocations) {
-        this.handle = handle;
-        this.device = device;
-        this.held = held;
-        this.allocations = allocations;
-        HeldResources release = held;
-        List<CudaGraph> nested = bodies;
-        this.body = false;
-        this.lifetime = new Lifetime(LiveCounters.Kind.GRAPH, 0,
-                "CudaGraph", handle, () -> free(handle, release, nested, allocations));
-        this.kernelNodes = KernelNodes.captured(captured, handle, lifetime);
-        lifetime.watch(this);
+        this(handle, device, null, captured, held, allocations, new CopyOnWriteArrayList<>());
+        lifetime().watch(this);
     }
 
     /**
@@ -97,15 +86,23 @@ public final class CudaGraph implements AutoCloseable {
      * It runs inside its graph's launches, so its nodes may use that graph's memory, {@code allocations}.
      */
     private CudaGraph(MemorySegment handle, int device, String description, GraphAllocations allocations) {
-        this.handle = handle;
+        this(handle, device, description, List.of(), new HeldResources(), allocations, new CopyOnWriteArrayList<>());
+    }
+
+    /** A graph, or with a {@code bodyDescription} a conditional node's body, whose lifetime frees what it holds. */
+    private CudaGraph(MemorySegment handle, int device, String bodyDescription,
+            List<CaptureTracker.Run<KernelLaunch>> captured, HeldResources held, GraphAllocations allocations,
+            List<CudaGraph> bodies) {
+        super(handle, bodyDescription != null
+                ? new Lifetime(LiveCounters.Kind.GRAPH, 0, bodyDescription, () -> closeBodies(bodies, held))
+                : new Lifetime(LiveCounters.Kind.GRAPH, 0, "CudaGraph", handle,
+                        () -> free(handle, held, bodies, allocations)));
         this.device = device;
-        this.held = new HeldResources();
+        this.held = held;
         this.allocations = allocations;
-        this.body = true;
-        HeldResources release = held;
-        List<CudaGraph> nested = bodies;
-        this.lifetime = new Lifetime(LiveCounters.Kind.GRAPH, 0, description, () -> closeBodies(nested, release));
-        this.kernelNodes = KernelNodes.captured(List.of(), handle, lifetime);
+        this.bodies = bodies;
+        this.body = bodyDescription != null;
+        this.kernelNodes = KernelNodes.captured(captured, handle, lifetime());
     }
 
     /**
@@ -659,26 +656,6 @@ public final class CudaGraph implements AutoCloseable {
     }
 
     /**
-     * The {@code cudaGraph_t}, for interop; valid until closed.
-     *
-     * @return the native handle
-     * @throws IllegalStateException if this graph is closed
-     */
-    public MemorySegment handle() {
-        lifetime.ensureOpen();
-        return handle;
-    }
-
-    /**
-     * Whether this graph is still open.
-     *
-     * @return {@code false} once {@link #close()} was called
-     */
-    public boolean isOpen() {
-        return lifetime.isOpen();
-    }
-
-    /**
      * Destroys the graph and lets go of what its nodes used. Executables made from it stay valid.
      * Does nothing for a {@linkplain #isConditionalBody() conditional body}, which closes with the
      * graph that holds its node.
@@ -686,17 +663,12 @@ public final class CudaGraph implements AutoCloseable {
     @Override
     public void close() {
         if (!body) {
-            lifetime.close();
+            lifetime().close();
         }
     }
 
-    @Override
-    public String toString() {
-        return lifetime.toString();
-    }
-
     void ensureOpen() {
-        lifetime.ensureOpen();
+        lifetime().ensureOpen();
     }
 
     int indexOf(GraphNode node) {
@@ -747,7 +719,7 @@ public final class CudaGraph implements AutoCloseable {
     /** Closes a body that will never join a graph (its capture was discarded). */
     void closeBody() {
         if (body) {
-            lifetime.close();
+            lifetime().close();
         }
     }
 
@@ -902,7 +874,7 @@ public final class CudaGraph implements AutoCloseable {
 
     private static void closeBodies(List<CudaGraph> bodies, HeldResources held) {
         try {
-            bodies.forEach(nested -> nested.lifetime.close());
+            bodies.forEach(nested -> nested.lifetime().close());
         } finally {
             held.dropAll();
         }

@@ -33,12 +33,10 @@ import org.cudagraph4j.internal.lifetime.LiveCounters;
  *
  * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphLaunch</a>
  */
-public final class GraphExec implements AutoCloseable {
+public final class GraphExec extends GraphResource {
     /** What this package does with the root package's objects beyond their public API. */
     private static final GraphAccess ROOT = GraphAccess.get();
 
-    private final MemorySegment handle;
-    private final Lifetime lifetime;
     private final CudaGraph template;
     private final ReentrantLock lock = new ReentrantLock();
     private final HeldResources held;
@@ -57,14 +55,13 @@ public final class GraphExec implements AutoCloseable {
      * {@code kernelNodes}' among them.
      */
     GraphExec(MemorySegment handle, HeldResources held, KernelNodes kernelNodes, CudaGraph template) {
-        this.handle = handle;
+        super(handle, new Lifetime(LiveCounters.Kind.GRAPH_EXEC, 0, "GraphExec", handle,
+                () -> free(handle, held, template)));
         this.template = template;
         this.held = held;
         instantiatedNodes = kernelNodes;
         hostFunctions = hostFunctionsOf(held);
-        this.lifetime = new Lifetime(LiveCounters.Kind.GRAPH_EXEC, 0,
-                "GraphExec", handle, () -> free(handle, held, template));
-        lifetime.watch(this);
+        lifetime().watch(this);
     }
 
     /**
@@ -128,8 +125,9 @@ public final class GraphExec implements AutoCloseable {
             held.holdCounts(next);
             try {
                 template.useDevice();
-                Graphs.update(exec, graphHandle, failure -> new GraphUpdateException(
-                        failure.error(), UpdateResult.fromValue(failure.result()), graph.nodeOrNull(failure.node())));
+                Graphs.update(exec, graphHandle, failure -> new GraphUpdateException(failure.error(),
+                        UpdateResult.fromValue(failure.result()), graph.nodeOrNull(failure.node()),
+                        graph.nodeOrNull(failure.fromNode())));
             } catch (RuntimeException e) {
                 held.dropCounts(next);
                 throw e;
@@ -198,26 +196,6 @@ public final class GraphExec implements AutoCloseable {
     }
 
     /**
-     * The {@code cudaGraphExec_t}, for interop; valid until closed.
-     *
-     * @return the native handle
-     * @throws IllegalStateException if this executable is closed
-     */
-    public MemorySegment handle() {
-        lifetime.ensureOpen();
-        return handle;
-    }
-
-    /**
-     * Whether this executable is still open.
-     *
-     * @return {@code false} once {@link #close()} was called
-     */
-    public boolean isOpen() {
-        return lifetime.isOpen();
-    }
-
-    /**
      * Destroys the executable and lets go of what it held; launches already queued still complete.
      * Idempotent.
      */
@@ -225,15 +203,10 @@ public final class GraphExec implements AutoCloseable {
     public void close() {
         lock.lock();
         try {
-            lifetime.close();
+            lifetime().close();
         } finally {
             lock.unlock();
         }
-    }
-
-    @Override
-    public String toString() {
-        return lifetime.toString();
     }
 
     /**

@@ -7,7 +7,7 @@ public final class GraphInstantiateException extends GraphRefusedException {
     private static final long serialVersionUID = 1L;
 
     GraphInstantiateException(CudaException cause, InstantiateResult result, GraphNode node) {
-        super(cause, result, result.cudaName(), node);
+        super(cause, result, result.cudaName() + (node == null ? "" : " at " + node), node);
     }
 
     /**

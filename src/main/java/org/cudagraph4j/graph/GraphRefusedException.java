@@ -16,15 +16,15 @@ public abstract sealed class GraphRefusedException extends CudaException
     private final transient GraphNode node;
 
     /**
-     * Refines {@code cause} with the reason and the node at fault, both named in the message.
+     * Refines {@code cause} with the reason and where the runtime found it.
      *
      * @param cause the failed call
      * @param result the runtime's reason
-     * @param cudaName the runtime's name for the reason
+     * @param detail the reason and its place, as the message gives them
      * @param node the node at fault, or {@code null} if the runtime names none
      */
-    GraphRefusedException(CudaException cause, Enum<?> result, String cudaName, GraphNode node) {
-        super(cause, cudaName + (node == null ? "" : " at " + node));
+    GraphRefusedException(CudaException cause, Enum<?> result, String detail, GraphNode node) {
+        super(cause, detail);
         this.result = result;
         this.node = node;
     }

@@ -516,9 +516,11 @@ public final class Graphs {
      *
      * @param error the failed call, e.g. {@code cudaGraphExecUpdate}
      * @param result the runtime's reason: a {@code cudaGraphInstantiateResult} or a {@code cudaGraphExecUpdateResult}
-     * @param node the node at fault, or {@code NULL} if the runtime names none
+     * @param node the node at fault, or {@code NULL} if the runtime names none; where topologies
+     *     differ, the node an edge that differs goes to
+     * @param fromNode where topologies differ, the node that edge comes from; else {@code NULL}
      */
-    public record GraphFailure(CudaException error, int result, MemorySegment node) {}
+    public record GraphFailure(CudaException error, int result, MemorySegment node, MemorySegment fromNode) {}
 
     /**
      * {@code cudaGraphInstantiateWithParams}.
@@ -537,7 +539,8 @@ public final class Graphs {
             int status = cudaGraphInstantiateWithParams(exec, graph, params);
             if (status != Status.SUCCESS) {
                 throw onFailure.apply(new GraphFailure(Status.error(status, "cudaGraphInstantiateWithParams", null),
-                        cudaGraphInstantiateParams.result_out(params), cudaGraphInstantiateParams.errNode_out(params)));
+                        cudaGraphInstantiateParams.result_out(params), cudaGraphInstantiateParams.errNode_out(params),
+                        MemorySegment.NULL));
             }
             return exec.get(ADDRESS, 0);
         }
@@ -586,7 +589,8 @@ public final class Graphs {
             int status = cudaGraphExecUpdate(exec, graph, info);
             if (status != Status.SUCCESS) {
                 throw onFailure.apply(new GraphFailure(Status.error(status, "cudaGraphExecUpdate", null),
-                        cudaGraphExecUpdateResultInfo.result(info), cudaGraphExecUpdateResultInfo.errorNode(info)));
+                        cudaGraphExecUpdateResultInfo.result(info), cudaGraphExecUpdateResultInfo.errorNode(info),
+                        cudaGraphExecUpdateResultInfo.errorFromNode(info)));
             }
         }
     }

@@ -20,9 +20,10 @@ class GraphRefusedExceptionTest {
 
     @Test
     void updateRefusalNamesItsReasonAndKeepsTheCause() {
-        GraphUpdateException e = new GraphUpdateException(FAILED_UPDATE, UpdateResult.TOPOLOGY_CHANGED, null);
+        GraphUpdateException e = new GraphUpdateException(FAILED_UPDATE, UpdateResult.TOPOLOGY_CHANGED, null, null);
         assertSame(UpdateResult.TOPOLOGY_CHANGED, e.result());
         assertTrue(e.node().isEmpty());
+        assertTrue(e.edgeFrom().isEmpty());
         assertTrue(e.getMessage().contains("cudaGraphExecUpdateErrorTopologyChanged"), e.getMessage());
         assertSame(FAILED_UPDATE, e.getCause());
         assertEquals(CudaError.GRAPH_EXEC_UPDATE_FAILURE, e.error());
