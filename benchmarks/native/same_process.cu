@@ -97,23 +97,14 @@ extern "C" int64_t cg4j_same_process_graph(int n, int iterations) {
 }
 
 // `iterations` captures of `n` launches of the empty kernel, each graph destroyed after:
-// GraphLifecycle.capture. With `query`, each launch is followed by the cudaStreamGetCaptureInfo
-// the library makes to learn the node it became: the floor of capture through the library.
-extern "C" int64_t cg4j_same_process_capture(int n, int iterations, int query) {
+// GraphLifecycle.capture.
+extern "C" int64_t cg4j_same_process_capture(int n, int iterations) {
     int64_t start = now_ns();
     for (int it = 0; it < iterations; ++it) {
         cudaError_t status = cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeGlobal);
         if (status != cudaSuccess) return fail(status);
         for (int i = 0; i < n; ++i) {
             status = cudaLaunchKernel(g_empty, dim3(1), dim3(1), nullptr, 0, g_stream);
-            if (status == cudaSuccess && query) {
-                cudaStreamCaptureStatus capturing;
-                const cudaGraphNode_t* dependencies;
-                const cudaGraphEdgeData* edges;
-                size_t count;
-                status = cudaStreamGetCaptureInfo(g_stream, &capturing, nullptr, nullptr, &dependencies, &edges,
-                                                  &count);
-            }
             if (status != cudaSuccess) {
                 cudaGraph_t partial;
                 cudaStreamEndCapture(g_stream, &partial);

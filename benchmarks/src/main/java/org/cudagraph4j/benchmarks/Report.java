@@ -221,9 +221,7 @@ public final class Report {
     private void sameProcessSection(StringBuilder md) {
         md.append("\n## Same-process baseline (Java and C loops alternating in one JVM)\n\n");
         md.append("Per repetition, medians over ").append(sameProcess.path("rows").path(0).path("rounds").asInt())
-                .append(" rounds; the ratio is the median of the rounds' Java/C ratios, with its quartiles. "
-                        + "`capture-query` is the same Java capture against C capture plus the per-launch "
-                        + "`cudaStreamGetCaptureInfo` the library makes to learn each node.\n\n");
+                .append(" rounds; the ratio is the median of the rounds' Java/C ratios, with its quartiles.\n\n");
         md.append("| loop | N | Java µs | C µs | Java/C | quartiles |\n|---|---|---|---|---|---|\n");
         Map<String, Double> ratios = new LinkedHashMap<>();
         for (JsonNode row : sameProcess.path("rows")) {
@@ -236,8 +234,6 @@ public final class Report {
         }
         md.append("\n");
         target(md, "capture of 1000 nodes at most 1.2x native", ratios.get("capture/1000"), 1.0, 1.2);
-        target(md, "capture of 1000 nodes at most 1.2x native with the library's query",
-                ratios.get("capture-query/1000"), 1.0, 1.2);
         target(md, "single-node update on a 1000-node executable at most 1.2x native",
                 ratios.get("update-node/1000"), 1.0, 1.2);
     }
@@ -406,20 +402,13 @@ public final class Report {
 
     private void lifecycleTable(StringBuilder md) {
         md.append("\n## Graph lifecycle (µs per operation)\n\n");
-        md.append("Native capture with a query per launch is native capture plus the `cudaStreamGetCaptureInfo` the "
-                + "library makes after each captured launch to learn its node: the floor of the library's capture.\n\n");
-        md.append("| operation | nodes | Java | native | Java/native | native with a query per launch | "
-                + "Java/that |\n|---|---|---|---|---|---|---|\n");
+        md.append("| operation | nodes | Java | native | Java/native |\n|---|---|---|---|---|\n");
         for (String operation : new String[] {"capture", "instantiate", "update_whole", "update_node"}) {
             for (int nodes : NODES) {
                 String key = "graph_lifecycle/" + operation + "/" + nodes;
-                Double floor = operation.equals("capture")
-                        ? nativeResults.get("graph_lifecycle/capture_query/" + nodes) : null;
                 md.append("| ").append(operation).append(" | ").append(nodes).append(" | ").append(f(java.get(key)))
                         .append(" | ").append(f(nativeResults.get(key))).append(" | ")
-                        .append(ratio(java.get(key), nativeResults.get(key))).append(" | ")
-                        .append(operation.equals("capture") ? f(floor) + " | " + ratio(java.get(key), floor) : " | ")
-                        .append(" |\n");
+                        .append(ratio(java.get(key), nativeResults.get(key))).append(" |\n");
             }
         }
     }

@@ -43,9 +43,7 @@ import picocli.CommandLine.Option;
  * process both sides see the same clocks, the same context and the same other tenants.
  *
  * <p>The loops: {@code eager} (N launches and a sync), {@code graph} (an N-node graph's launch and
- * a sync), {@code capture} (N launches captured into a graph, which is then closed),
- * {@code capture-query} (the same Java capture against C that also makes the library's per-launch
- * {@code cudaStreamGetCaptureInfo}, the floor of capture through the library) and
+ * a sync), {@code capture} (N launches captured into a graph, which is then closed) and
  * {@code update-node} (one kernel node of an N-node executable given a new launch shape).
  *
  * <pre>
@@ -64,7 +62,6 @@ public final class SameProcess {
         EAGER("eager", 1, 16, 128),
         GRAPH("graph", 1, 16, 128),
         CAPTURE("capture", 10, 100, 1000),
-        CAPTURE_QUERY("capture-query", 10, 100, 1000),
         UPDATE_NODE("update-node", 10, 100, 1000);
 
         final String label;
@@ -79,7 +76,7 @@ public final class SameProcess {
         int repetitions(int n, int iterations) {
             return switch (this) {
                 case EAGER, GRAPH -> iterations;
-                case CAPTURE, CAPTURE_QUERY -> Math.max(2, iterations * 10 / n);
+                case CAPTURE -> Math.max(2, iterations * 10 / n);
                 case UPDATE_NODE -> iterations * 10;
             };
         }
@@ -107,7 +104,7 @@ public final class SameProcess {
         graph = linker.downcallHandle(symbol(symbols, "cg4j_same_process_graph"),
                 FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_INT));
         capture = linker.downcallHandle(symbol(symbols, "cg4j_same_process_capture"),
-                FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT));
+                FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_INT));
         updateNode = linker.downcallHandle(symbol(symbols, "cg4j_same_process_update_node"),
                 FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_INT));
         close = linker.downcallHandle(symbol(symbols, "cg4j_same_process_close"), FunctionDescriptor.ofVoid());
@@ -278,8 +275,7 @@ public final class SameProcess {
             long nanos = switch (loop) {
                 case EAGER -> (long) eager.invokeExact(n, repetitions);
                 case GRAPH -> (long) graph.invokeExact(n, repetitions);
-                case CAPTURE -> (long) capture.invokeExact(n, repetitions, 0);
-                case CAPTURE_QUERY -> (long) capture.invokeExact(n, repetitions, 1);
+                case CAPTURE -> (long) capture.invokeExact(n, repetitions);
                 case UPDATE_NODE -> (long) updateNode.invokeExact(n, repetitions);
             };
             if (nanos < 0) {
@@ -300,7 +296,7 @@ public final class SameProcess {
                     fixture.exec.launch(gpu.stream);
                     gpu.stream.synchronize();
                 }
-                case CAPTURE, CAPTURE_QUERY -> gpu.captureEmptyChain(n).close();
+                case CAPTURE -> gpu.captureEmptyChain(n).close();
                 case UPDATE_NODE -> fixture.exec.updateKernelNode(fixture.middle, fixture.shapes[rep & 1]);
             }
         }

@@ -42,8 +42,6 @@ class ReportTest {
                    "ratioP75":1.012,"rounds":31},
                   {"loop":"capture","n":1000,"javaMicros":906.6,"nativeMicros":484.7,"ratio":1.865,"ratioP25":1.841,
                    "ratioP75":1.913,"rounds":31},
-                  {"loop":"capture-query","n":1000,"javaMicros":1209.1,"nativeMicros":1000.5,"ratio":1.216,
-                   "ratioP25":1.189,"ratioP75":1.318,"rounds":31},
                   {"loop":"update-node","n":1000,"javaMicros":0.64,"nativeMicros":0.54,"ratio":1.19,"ratioP25":1.1,
                    "ratioP75":1.25,"rounds":31}]}
                 """);
@@ -54,7 +52,6 @@ class ReportTest {
         assertTrue(md.contains("| eager | 1 | 10.05 | 9.98 | 1.006 | 0.997 - 1.012 |"), md);
         assertTrue(md.contains("| capture | 1000 | 907 | 485 | 1.865 | 1.841 - 1.913 |"), md);
         assertTrue(md.contains("- capture of 1000 nodes at most 1.2x native: **missed (ratio 1.865)**"), md);
-        assertTrue(md.contains("with the library's query: **missed (ratio 1.216)**"), md);
         assertTrue(md.contains("executable at most 1.2x native: **met (ratio 1.190)**"), md);
     }
 
@@ -108,11 +105,10 @@ class ReportTest {
         Report report = new Report();
         report.readNative("""
                 {"device":"NVIDIA H200","driver_release":"580.159.04","runtime":"13.0","benchmarks":[
-                  {"name":"graph_lifecycle/capture/1000","median":465.0},
-                  {"name":"graph_lifecycle/capture_query/1000","median":526.0}]}
+                  {"name":"graph_lifecycle/capture/1000","median":465.0}]}
                 """);
         String md = report.markdown();
-        assertTrue(md.contains("| capture | 1000 | n/a | 465 | n/a | 526 | n/a |"), md);
+        assertTrue(md.contains("| capture | 1000 | n/a | 465 | n/a |"), md);
         assertFalse(md.contains("## Eager launches"), "no table of n/a: " + md);
         assertFalse(md.contains("## Targets"), "no targets it has nothing for: " + md);
         assertEquals(List.of(), report.chartRows());
