@@ -23,6 +23,12 @@ die() { echo "kernels/build.sh: $*" >&2; exit 1; }
 command -v "$NVCC" >/dev/null 2>&1 || die "nvcc not found (set NVCC or CUDA_HOME)"
 NVCC_VERSION="$("$NVCC" --version | sed -n 's/.*release [0-9.]*, V\([0-9.]*\).*/\1/p')"
 
+# sm_90 is built for sm_90a, whose cubin runs on compute capability 9.0 only (the only 9.x there is):
+# the wgmma instances need it.
+gencode() {
+  if [[ "$1" == 90 ]]; then echo "-gencode arch=compute_90a,code=sm_90a"; else echo "-arch=sm_$1"; fi
+}
+
 build_into() {
   local out="$1"
   mkdir -p "$out"
@@ -30,7 +36,7 @@ build_into() {
   cd "$KDIR"
   local pids=()
   for a in "${ARCHS[@]}"; do
-    "$NVCC" "${FLAGS[@]}" -arch=sm_$a -cubin -o "$out/$NAME.sm_$a.cubin" src/$NAME.cu & pids+=($!)
+    "$NVCC" "${FLAGS[@]}" $(gencode "$a") -cubin -o "$out/$NAME.sm_$a.cubin" src/$NAME.cu & pids+=($!)
   done
   "$NVCC" "${FLAGS[@]}" -arch=compute_$PTX_ARCH -ptx -o "$out/$NAME.compute_$PTX_ARCH.ptx" src/$NAME.cu & pids+=($!)
   # The conditional-node kernels are a few instructions: PTX alone, JIT-compiled for any sm_80+.
@@ -40,7 +46,7 @@ build_into() {
   for p in "${pids[@]}"; do wait "$p" || die "nvcc failed"; done
 
   # ptxas resource report (registers, spills, shared memory) for sm_90, timing lines dropped.
-  "$NVCC" "${FLAGS[@]}" -arch=sm_90 -cubin -Xptxas -v -o "$tmp/r.cubin" src/$NAME.cu 2>&1 \
+  "$NVCC" "${FLAGS[@]}" $(gencode 90) -cubin -Xptxas -v -o "$tmp/r.cubin" src/$NAME.cu 2>&1 \
     | grep -v -e 'Compile time' -e '^$' | sed 's/^ptxas info    : //' > "$out/ptxas.sm_90.txt"
 
   {

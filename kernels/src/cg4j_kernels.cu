@@ -2,6 +2,7 @@
 // Parameter lists, launch shapes and the naming scheme: kernels/README.md.
 #include "cg4j/sgemm_simt.cuh"
 #include "cg4j/sgemm_tensor_op.cuh"
+#include "cg4j/sgemm_wgmma.cuh"
 
 using cg4j::GemmShape;
 using cg4j::ThreadShape;
@@ -35,6 +36,21 @@ using cg4j::layout::RowMajor;
                                              ALIGN, STAGES, cg4j::arch::TensorMath::MATH, CG4J_OUTPUT_OP_##EPI, \
                                              GROUP>;                                                            \
   CG4J_SGEMM_##EPI##_SPLITK_ENTRY(NAME, NAME##_t, MIN_BLOCKS)
+
+// wgmma exists on sm_90a alone: its instances are in that cubin only (the manifest says so).
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define CG4J_WGMMA_SGEMM(NAME, EPI, TBM, TBN, ALIGN, STAGES, MATH)                                                \
+  using NAME##_t = cg4j::WgmmaSgemm<GemmShape<TBM, TBN, 32>, ALIGN, ALIGN, STAGES, cg4j::arch::TensorMath::MATH, \
+                                    CG4J_OUTPUT_OP_##EPI>;                                                     \
+  CG4J_SGEMM_##EPI##_ENTRY(NAME, NAME##_t, 1)
+#define CG4J_WGMMA_SGEMM_SPLITK(NAME, EPI, TBM, TBN, ALIGN, STAGES, MATH)                                         \
+  using NAME##_t = cg4j::WgmmaSgemmSplitK<GemmShape<TBM, TBN, 32>, ALIGN, ALIGN, STAGES,                         \
+                                          cg4j::arch::TensorMath::MATH, CG4J_OUTPUT_OP_##EPI>;                 \
+  CG4J_SGEMM_##EPI##_SPLITK_ENTRY(NAME, NAME##_t, 1)
+#else
+#define CG4J_WGMMA_SGEMM(...)
+#define CG4J_WGMMA_SGEMM_SPLITK(...)
+#endif
 
 #define CG4J_GEMV(NAME, EPI, ROWS, COLUMNS_PER_WARP, WARPS, WARPS_PER_COLUMN)                                       \
   using NAME##_t =                                                                                             \

@@ -5,6 +5,7 @@
 
 #include "cg4j/sgemm_simt.cuh"
 #include "cg4j/sgemm_tensor_op.cuh"
+#include "cg4j/sgemm_wgmma.cuh"
 
 using cg4j::GemmShape;
 using cg4j::ThreadShape;
@@ -67,12 +68,16 @@ int main() {
 #define CG4J_GEMV CG4J_SGEMM
 #define CG4J_TENSOROP_SGEMM CG4J_SGEMM
 #define CG4J_TENSOROP_SGEMM_SPLITK CG4J_SGEMM
+#define CG4J_WGMMA_SGEMM CG4J_SGEMM
+#define CG4J_WGMMA_SGEMM_SPLITK CG4J_SGEMM
 #include "instances.def"
 #undef CG4J_SGEMM
 #undef CG4J_SGEMM_SPLITK
 #undef CG4J_GEMV
 #undef CG4J_TENSOROP_SGEMM
 #undef CG4J_TENSOROP_SGEMM_SPLITK
+#undef CG4J_WGMMA_SGEMM
+#undef CG4J_WGMMA_SGEMM_SPLITK
   std::printf("%scg4j_epilogue_f32_bias_f32_relu\n", sep);
 
 #define CG4J_SGEMM(NAME, EPI, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B, ALIGN_B, STAGES, PAD_BN, MIN_BLOCKS)       \
@@ -113,6 +118,23 @@ int main() {
                                         STAGES, cg4j::arch::TensorMath::MATH, CG4J_OUTPUT_OP_##EPI, GROUP>;        \
     CG4J_TENSOROP_GEMM_INFO(NAME, G, EPI, true, TBM, TBN, TBK, WM, WN, LAYOUT_B, ALIGN, STAGES, MATH)              \
   }
+// wgmma instances: one warpgroup per 64 rows, in the sm_90 cubin only (built for sm_90a).
+#define CG4J_WGMMA_GEMM_INFO(NAME, G, EPI, SPLIT, TBM, TBN, ALIGN, STAGES, MATH)                                  \
+  CG4J_TENSOROP_GEMM_INFO(NAME, G, EPI, SPLIT, TBM, TBN, 32, 64, TBN, ColumnMajor, ALIGN, STAGES, MATH)          \
+  std::printf("kernel.%s.mainloop=wgmma\n", #NAME);                                                            \
+  std::printf("kernel.%s.images=cg4j_kernels.sm_90.cubin\n", #NAME);
+#define CG4J_WGMMA_SGEMM(NAME, EPI, TBM, TBN, ALIGN, STAGES, MATH)                                                 \
+  {                                                                                                            \
+    using G = cg4j::WgmmaSgemm<GemmShape<TBM, TBN, 32>, ALIGN, ALIGN, STAGES, cg4j::arch::TensorMath::MATH,      \
+                               CG4J_OUTPUT_OP_##EPI>;                                                          \
+    CG4J_WGMMA_GEMM_INFO(NAME, G, EPI, false, TBM, TBN, ALIGN, STAGES, MATH)                                     \
+  }
+#define CG4J_WGMMA_SGEMM_SPLITK(NAME, EPI, TBM, TBN, ALIGN, STAGES, MATH)                                          \
+  {                                                                                                            \
+    using G = cg4j::WgmmaSgemmSplitK<GemmShape<TBM, TBN, 32>, ALIGN, ALIGN, STAGES,                              \
+                                     cg4j::arch::TensorMath::MATH, CG4J_OUTPUT_OP_##EPI>;                      \
+    CG4J_WGMMA_GEMM_INFO(NAME, G, EPI, true, TBM, TBN, ALIGN, STAGES, MATH)                                      \
+  }
 #include "instances.def"
 #undef CG4J_SGEMM
 #undef CG4J_SGEMM_SPLITK
@@ -120,6 +142,9 @@ int main() {
 #undef CG4J_TENSOROP_SGEMM
 #undef CG4J_TENSOROP_SGEMM_SPLITK
 #undef CG4J_TENSOROP_GEMM_INFO
+#undef CG4J_WGMMA_GEMM_INFO
+#undef CG4J_WGMMA_SGEMM
+#undef CG4J_WGMMA_SGEMM_SPLITK
 
   const char *e = "cg4j_epilogue_f32_bias_f32_relu";
   std::printf("kernel.%s.family=epilogue_bias_relu\n", e);

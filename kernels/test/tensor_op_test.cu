@@ -23,6 +23,7 @@
 
 #include "cg4j/sgemm_simt.cuh"
 #include "cg4j/sgemm_tensor_op.cuh"
+#include "cg4j/sgemm_wgmma.cuh"
 
 #define CK(x) check_cuda((x), #x, __LINE__)
 #define CB(x) check_cublas((x), #x, __LINE__)
@@ -73,6 +74,18 @@ struct Kernel {
     return {#NAME, (const void *)NAME, std::string(#EPI) == "BIAS_RELU", LB::kLetter == 'n', true, AL, TBM,    \
             TBN, NAME##_t::kThreads, NAME##_t::kSharedStorageBytes};                                            \
   }
+#define WG_VARIANT(NAME, EPI, TBM, TBN, AL, ST, MATH)                                                          \
+  using NAME##_t = cg4j::WgmmaSgemm<GemmShape<TBM, TBN, 32>, AL, AL, ST, MATH, CG4J_OUTPUT_OP_##EPI>;           \
+  CG4J_SGEMM_##EPI##_ENTRY(NAME, NAME##_t, 1) static Kernel NAME##_info() {                                   \
+    return {#NAME, (const void *)NAME, std::string(#EPI) == "BIAS_RELU", true, false, AL, TBM,                  \
+            TBN, NAME##_t::kThreads, NAME##_t::kSharedStorageBytes};                                            \
+  }
+#define WG_VARIANT_SPLITK(NAME, EPI, TBM, TBN, AL, ST, MATH)                                                   \
+  using NAME##_t = cg4j::WgmmaSgemmSplitK<GemmShape<TBM, TBN, 32>, AL, AL, ST, MATH, CG4J_OUTPUT_OP_##EPI>;     \
+  CG4J_SGEMM_##EPI##_SPLITK_ENTRY(NAME, NAME##_t, 1) static Kernel NAME##_info() {                            \
+    return {#NAME, (const void *)NAME, std::string(#EPI) == "BIAS_RELU", true, true, AL, TBM,                    \
+            TBN, NAME##_t::kThreads, NAME##_t::kSharedStorageBytes};                                             \
+  }
 #define SIMT_VARIANT(NAME, EPI, LB, AL)                                                                        \
   using NAME##_t = cg4j::SimtSgemm<GemmShape<128, 128, 16>, GemmShape<32, 64, 16>, ThreadShape<8, 8>, LB, AL, 3, \
                                    CG4J_OUTPUT_OP_##EPI, 4>;                                                   \
@@ -108,6 +121,17 @@ TC_VARIANT_SPLITK(tc3_128x128x32_3_tnt_a4_br_splitk, BIAS_RELU, 128, 128, 32, 64
 // One TF32 product: the speed of light of this mainloop, and the opt-in fast mode.
 TC_VARIANT(tc1_128x128x32_3_ttt_a4, LINCOMB, 128, 128, 32, 64, 64, RowMajor, 4, 3, T1, 2)
 TC_VARIANT(tc1_128x128x32_3_tnt_a4, LINCOMB, 128, 128, 32, 64, 64, ColumnMajor, 4, 3, T1, 2)
+// wgmma (sm_90a), B stored [N,K]: 2 warpgroups of 64 x 128 (128x128) or 1 of 64 x kN.
+WG_VARIANT(wg3_128x128x32_3_tnt_a4, LINCOMB, 128, 128, 4, 3, F3)
+WG_VARIANT(wg3_128x128x32_4_tnt_a4, LINCOMB, 128, 128, 4, 4, F3)
+WG_VARIANT(wg3_128x128x32_3_tnt_a4_br, BIAS_RELU, 128, 128, 4, 3, F3)
+WG_VARIANT(wg3_128x128x32_3_tnt_a1_br, BIAS_RELU, 128, 128, 1, 3, F3)
+WG_VARIANT(wg3_64x128x32_4_tnt_a4, LINCOMB, 64, 128, 4, 4, F3)
+WG_VARIANT(wg3_128x64x32_4_tnt_a4_br, BIAS_RELU, 128, 64, 4, 4, F3)
+WG_VARIANT(wg3_64x64x32_4_tnt_a4_br, BIAS_RELU, 64, 64, 4, 4, F3)
+WG_VARIANT(tc1wg_128x128x32_4_tnt_a4, LINCOMB, 128, 128, 4, 4, T1)
+WG_VARIANT_SPLITK(wg3_64x64x32_4_tnt_a4_br_splitk, BIAS_RELU, 64, 64, 4, 4, F3)
+WG_VARIANT_SPLITK(wg3_128x64x32_4_tnt_a4_br_splitk, BIAS_RELU, 128, 64, 4, 4, F3)
 // The shipped SIMT large tile.
 SIMT_VARIANT(simt_128x128x16_3_ttt_a4, LINCOMB, RowMajor, 4)
 SIMT_VARIANT(simt_128x128x16_3_tnt_a1, LINCOMB, ColumnMajor, 1)
@@ -430,7 +454,10 @@ int main(int argc, char **argv) {
       tc3_64x64x32_4_tnt_a4_info(),         tc3_64x64x32_4_tnt_a4_br_info(),     tc3_64x64x32_4_tnt_a4_br_splitk_info(),
       tc3_64x64x32_4_tnt_a4_br_splitk_g2_info(), tc3_128x128x32_3_tnt_a4_br_splitk_info(),
       tc1_128x128x32_3_ttt_a4_info(),       tc1_128x128x32_3_tnt_a4_info(),      simt_128x128x16_3_ttt_a4_info(),
-      simt_128x128x16_3_tnt_a1_info()};
+      simt_128x128x16_3_tnt_a1_info(),      wg3_128x128x32_3_tnt_a4_info(),      wg3_128x128x32_4_tnt_a4_info(),
+      wg3_128x128x32_3_tnt_a4_br_info(),    wg3_128x128x32_3_tnt_a1_br_info(),   wg3_64x128x32_4_tnt_a4_info(),
+      wg3_128x64x32_4_tnt_a4_br_info(),     wg3_64x64x32_4_tnt_a4_br_info(),     tc1wg_128x128x32_4_tnt_a4_info(),
+      wg3_64x64x32_4_tnt_a4_br_splitk_info(), wg3_128x64x32_4_tnt_a4_br_splitk_info()};
   auto by = [&](const char *name) {
     for (const Kernel &k : all)
       if (k.name == name) return &k;
@@ -467,8 +494,8 @@ int main(int argc, char **argv) {
     for (int K : {256, 512, 1024, 2048, 4096, 16384}) {
       if (quick && K > 4096) continue;
       accuracy(d, K,
-               {by("tc3_128x128x32_3_tnt_a4"), by("tc3_128x128x32_3_tnt_a4_g2"), by("tc1_128x128x32_3_tnt_a4"),
-                by("simt_128x128x16_3_tnt_a1")});
+               {by("tc3_128x128x32_3_tnt_a4"), by("tc3_128x128x32_3_tnt_a4_g2"), by("wg3_128x128x32_3_tnt_a4"),
+                by("tc1_128x128x32_3_tnt_a4"), by("tc1wg_128x128x32_4_tnt_a4"), by("simt_128x128x16_3_tnt_a1")});
     }
 
   // 3. Speed.
@@ -483,19 +510,28 @@ int main(int argc, char **argv) {
   speed(4096, 4096, 4096, true,
         with({"tc3_128x128x32_3_tnt_a4", "tc3_128x128x32_3_tnt_a4_g2", "tc3_128x128x16_4_tnt_a4",
               "tc3_128x128x16_4_tnt_a4_g2", "tc3_256x128x32_3_tnt_a4", "tc3_256x128x32_3_tnt_a4_g2",
-              "tc3_64x64x32_4_tnt_a4", "tc1_128x128x32_3_tnt_a4", "simt_128x128x16_3_tnt_a1"}, 1));
+              "tc3_64x64x32_4_tnt_a4", "tc1_128x128x32_3_tnt_a4", "simt_128x128x16_3_tnt_a1",
+              "wg3_128x128x32_3_tnt_a4", "wg3_128x128x32_4_tnt_a4", "wg3_64x128x32_4_tnt_a4",
+              "tc1wg_128x128x32_4_tnt_a4"}, 1));
   // The seed's fused Linear.
   speed(2048, 640, 512, true, with({"tc3_128x128x32_3_tnt_a4_br", "tc3_64x64x32_4_tnt_a4_br",
-                                    "tc3_64x64x32_4_tnt_a4_br_splitk_g2"}, 1));
+                                    "tc3_64x64x32_4_tnt_a4_br_splitk_g2", "wg3_128x128x32_3_tnt_a4_br",
+                                    "wg3_128x64x32_4_tnt_a4_br", "wg3_64x64x32_4_tnt_a4_br"}, 1));
   // The MLP's layers where the SIMT kernels trail cuBLASLt.
-  for (int width : {1024, 4096})
-    for (int batch : {128, 256}) {
+  for (int width : {512, 1024, 4096})
+    for (int batch : {32, 128, 256}) {
       std::vector<std::pair<const Kernel *, int>> ks = with({"tc3_64x64x32_4_tnt_a4_br"}, 1);
       for (int slices : {1, 2, 4}) {
         ks.push_back({by("tc3_64x64x32_4_tnt_a4_br_splitk"), slices});
         ks.push_back({by("tc3_64x64x32_4_tnt_a4_br_splitk_g2"), slices});
       }
       ks.push_back({by("tc3_128x128x32_3_tnt_a4_br_splitk"), 2});
+      for (const char *n : {"wg3_128x128x32_3_tnt_a4_br", "wg3_128x64x32_4_tnt_a4_br", "wg3_64x64x32_4_tnt_a4_br"})
+        ks.push_back({by(n), 1});
+      for (int slices : {2, 3, 4, 8}) {
+        ks.push_back({by("wg3_64x64x32_4_tnt_a4_br_splitk"), std::min(slices, width / 32)});
+        ks.push_back({by("wg3_128x64x32_4_tnt_a4_br_splitk"), std::min(slices, width / 32)});
+      }
       speed(batch, width, width, true, ks);
     }
   std::printf("%s: %d checks, %d failures\n", g_failures ? "FAILED" : "PASSED", g_checks, g_failures);

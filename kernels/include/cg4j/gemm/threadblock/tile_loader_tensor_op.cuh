@@ -8,6 +8,8 @@
 //     32 lanes fall in 32 different banks.
 //   K x cols, n contiguous (B row-major [K,N]): [kK][cols + 8]. A fragment load reads rows t and
 //     columns g: the stride is 8 banks mod 32, so rows t = 0..3 take banks 0-7, 8-15, 16-23, 24-31.
+//   rows x 32, k contiguous, for wgmma (B stored [N,K]): unpadded 128-byte rows, the 16-byte chunk c
+//     of row r stored at chunk c ^ (r % 8) (kSwizzle128B; arch/wgmma_tf32.cuh), the stage 1024-byte aligned.
 // Every copy is a cp.async of Alignment floats (16 bytes for 4, which needs a 16-byte aligned operand
 // and a leading dimension that is a multiple of 4). A vector that crosses the K (or N) edge copies its
 // in-bounds part and zero-fills the rest; a vector wholly outside copies nothing and is zero-filled,
@@ -24,7 +26,8 @@ namespace threadblock {
 /// Copies a kRows x kCols tile whose columns are contiguous in global memory, rows `ld` apart,
 /// into shared memory rows kLd floats apart. `rows` and `cols` are the valid extents from the tile's
 /// origin; advance() moves the origin kStep along the columns (k-major operands) or kStep rows.
-template <int kRows, int kCols, int kThreads, int kAlignment, int kLd>
+/// kSwizzle128B: the 128-byte swizzled layout above (kCols == kLd == 32).
+template <int kRows, int kCols, int kThreads, int kAlignment, int kLd, bool kSwizzle128B = false>
 class TileLoaderPitchLinear {
  public:
   static constexpr int kVectorsPerRow = kCols / kAlignment;
@@ -36,6 +39,7 @@ class TileLoaderPitchLinear {
   static constexpr int kRowsPerPass = kThreads / kVectorsPerRow;
   static_assert(kAlignment == 1 || kAlignment == 4, "4- or 16-byte copies");
   static_assert((kLd * 4) % 16 == 0, "shared rows stay 16-byte aligned");
+  static_assert(!kSwizzle128B || (kCols == 32 && kLd == 32), "the 128-byte swizzle takes rows of 32 floats");
 
   /// `origin` points at element (0, 0) of the tile; `rows` x `cols` of it lie inside the matrix.
   __device__ __forceinline__ TileLoaderPitchLinear(const float *origin, long long ld, int rows, int cols, int tid)
@@ -50,8 +54,10 @@ class TileLoaderPitchLinear {
     const int in_bounds = cols_ - col_;  // valid columns from this thread's first one
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
-      const unsigned dst = smem + ((row_ + i * kRowsPerPass) * kLd + col_) * 4;
-      const bool valid = row_ + i * kRowsPerPass < rows_ && in_bounds > 0;
+      const int row = row_ + i * kRowsPerPass;
+      const unsigned dst = smem + (kSwizzle128B ? row * 128 + ((((col_ >> 2) ^ row) & 7) << 4) + (col_ & 3) * 4
+                                                : (row * kLd + col_) * 4);
+      const bool valid = row < rows_ && in_bounds > 0;
       const float *src = valid ? ptr_ + i * kRowsPerPass * ld_ : base_;
       if constexpr (kAlignment == 4) {
         const int bytes = valid ? (in_bounds >= 4 ? 16 : in_bounds * 4) : 0;

@@ -26,7 +26,8 @@ import org.cudagraph4j.Dim3;
  *     loads before adding (0: one dependent load per slice and element, best at one or two rows;
  *     above 0: fewer round trips to L2, best from about 32 rows); 0 for any other instance. Either
  *     way the partials are added in slice order, so the result is the same bits run to run.
- * @param mainloop how the instance walks K: in threadblock tiles, or GEMV-like, a warp per column
+ * @param mainloop how the instance walks K: in threadblock tiles (on sm_90 also through {@code wgmma}), or
+ *     GEMV-like, a warp per column
  * @param math how it multiplies: {@link MathMode#SIMT_FP32}, {@link MathMode#TF32X3} or {@link MathMode#TF32}
  *     (never {@link MathMode#FP32}, which asks the chooser)
  */
@@ -44,7 +45,13 @@ public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int ti
          * be stored [N, K]; K must be a multiple of 4 and A and B 16-byte aligned (both are read as
          * float4).
          */
-        GEMV
+        GEMV,
+        /**
+         * Threadblock tiles on the TF32 tensor cores of compute capability 9.0 through {@code wgmma}: one
+         * warpgroup (4 warps) per 64 rows, B read by the tensor cores from shared memory. B must be stored
+         * [N, K]; shipped in the sm_90 cubin only, so present on such devices only.
+         */
+        WGMMA
     }
 
     /** The epilogue fused after the main loop. */
@@ -61,7 +68,8 @@ public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int ti
      * @throws IllegalArgumentException if {@code slices} is below 1, or above 1 for an instance that is not
      *     split-K, or {@code reductionBatch} is negative, or above 0 for an instance that is not split-K, or a
      *     GEMV instance splits K, takes B not transposed, or loads B otherwise than 4 floats at a time, or
-     *     {@code math} is {@link MathMode#FP32} or a tensor-core math for a GEMV instance
+     *     {@code math} is {@link MathMode#FP32} or a tensor-core math for a GEMV instance, or a WGMMA instance
+     *     computes in SIMT or takes B not transposed
      * @throws NullPointerException if {@code mainloop} or {@code math} is null
      */
     public GemmConfig {
@@ -70,6 +78,10 @@ public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int ti
         if (math == MathMode.FP32 || (math.tensorCores() && mainloop == Mainloop.GEMV)) {
             throw new IllegalArgumentException(kernelName + ": an instance computes in SIMT_FP32, TF32X3 or TF32 "
                     + "(GEMV instances in SIMT_FP32), not " + math);
+        }
+        if (mainloop == Mainloop.WGMMA && (!math.tensorCores() || !bTransposed)) {
+            throw new IllegalArgumentException(kernelName + ": a WGMMA instance computes on the tensor cores and reads B "
+                    + "stored [N, K]");
         }
         if (mainloop == Mainloop.GEMV && (splitK || !bTransposed || alignment != 4)) {
             throw new IllegalArgumentException(kernelName + ": a GEMV instance reads B stored [N, K] 4 floats at a "

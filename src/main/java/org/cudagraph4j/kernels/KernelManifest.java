@@ -72,10 +72,19 @@ final class KernelManifest {
                 + "; cudagraph4j ships " + properties.getProperty("archs") + " (sm_80 or newer is needed)");
     }
 
-    /** Every sgemm instance, tiled and GEMV-like. */
-    List<GemmConfig> gemmConfigs() {
+    /**
+     * The sgemm instances, tiled and GEMV-like, that {@code image} holds: all but those the manifest
+     * gives an {@code images} list without it (the wgmma instances, in the sm_90 cubin only).
+     *
+     * @param image a file name from {@link #imageFor}
+     */
+    List<GemmConfig> gemmConfigs(String image) {
         List<GemmConfig> configs = new ArrayList<>();
         for (String name : properties.getProperty("kernels", "").split(",")) {
+            String images = properties.getProperty("kernel." + name + ".images");
+            if (images != null && !List.of(images.split(",")).contains(image)) {
+                continue;
+            }
             String family = kernel(name, "family");
             if (family.startsWith("sgemm_")) {
                 boolean splitK = family.endsWith("_splitk");
@@ -85,7 +94,7 @@ final class KernelManifest {
                         integer(name, "tileM"), integer(name, "tileN"), integer(name, "tileK"),
                         integer(name, "stages"), integer(name, "threads"), integer(name, "sharedMemBytes"),
                         kernel(name, "layout").charAt(1) == 'n', integer(name, "alignment"),
-                        splitK, 1, splitK ? integer(name, "reductionBatch") : 0, GemmConfig.Mainloop.TILED,
+                        splitK, 1, splitK ? integer(name, "reductionBatch") : 0, mainloop(name),
                         math(name)));
             } else if (family.startsWith("gemv_")) {
                 configs.add(new GemmConfig(name,
@@ -108,6 +117,17 @@ final class KernelManifest {
             }
         }
         throw new IllegalStateException("the kernels manifest lists no bias+ReLU epilogue kernel");
+    }
+
+    /** The manifest's "mainloop" of a tiled instance: absent for the cp.async tiles, "wgmma" for sm_90's. */
+    private GemmConfig.Mainloop mainloop(String name) {
+        String mainloop = properties.getProperty("kernel." + name + ".mainloop", "tiled");
+        return switch (mainloop) {
+            case "tiled" -> GemmConfig.Mainloop.TILED;
+            case "wgmma" -> GemmConfig.Mainloop.WGMMA;
+            default -> throw new IllegalStateException("kernels manifest: " + name + " has an unknown mainloop "
+                    + mainloop);
+        };
     }
 
     /** The manifest's "math" of an instance: fp32 (SIMT), 3xtf32 or tf32 (tensor cores). */

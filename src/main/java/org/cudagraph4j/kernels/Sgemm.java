@@ -45,6 +45,15 @@ public final class Sgemm {
      */
     static final int FP32_TENSOR_CORE_MIN_K = 1024;
 
+    /**
+     * The least K for which {@link MathMode#FP32} may take a 3xTF32 {@code wgmma} instance, whose
+     * tensor cores sum a whole k-tile of 32 before each FP32 add (the {@code mma.sync} ones 8 or 16):
+     * on the H200 (2026-12-02) its max error was below the SIMT kernel's from K = 1024 on every data
+     * set and its mean too from K = 2048, while at K = 1024 on wide-exponent data its mean was 3% above
+     * (9.03e-8 against 8.79e-8).
+     */
+    static final int FP32_WGMMA_MIN_K = 2048;
+
     private final ShippedKernels kernels;
     private final boolean programmaticDependentLaunch;
     private final MathMode mathMode;
@@ -283,12 +292,15 @@ public final class Sgemm {
     /**
      * The tensor-core instance and slices for a problem, or null where {@code mode} takes a SIMT one.
      * {@link MathMode#TF32X3} and {@link MathMode#TF32} always take one of their mode;
-     * {@link MathMode#FP32} takes a 3xTF32 one only where K is at least {@link #FP32_TENSOR_CORE_MIN_K},
+     * {@link MathMode#FP32} takes a 3xTF32 one only where K is at least {@link #FP32_TENSOR_CORE_MIN_K}
+     * ({@link #FP32_WGMMA_MIN_K} for a {@code wgmma} one),
      * A and B allow 16-byte loads, and the tensor-core instance was measured faster: where the tuning
      * table's entry for a skinny problem says so and lies within a factor of 2 of the problem in each
      * dimension ({@link SgemmTuning.Entry#tensorCoresWinNear}), or, for a problem that is not skinny, where the large
-     * tensor-core tile fills every multiprocessor. In a tensor-core mode: that large tile where it fits the
-     * device and fills every multiprocessor and A and B allow 16-byte loads; else the small split-K
+     * tensor-core tile fills every multiprocessor. An entry that names a wgmma tile takes that instance where
+     * the device has it (sm_90), and counts as not measured elsewhere. In a tensor-core mode: the large tile
+     * (the wgmma one where the device has it) where it fits the device and fills every multiprocessor and A
+     * and B allow its loads; else the small split-K
      * tile (its 4-byte twin for unaligned operands), with the table entry's tensor-core slices where
      * it has them, else 2 where its tiles leave multiprocessors idle (measured best at 128 and 256
      * rows, widths 1024 and 4096), cut to K's k-tiles.
@@ -315,15 +327,27 @@ public final class Sgemm {
         List<GemmConfig> candidates = configs.stream()
                 .filter(c -> c.math() == kernelMath && c.epilogue() == epilogue && c.bTransposed() == bTransposed)
                 .filter(c -> aligned || c.alignment() == 1)
+                .filter(c -> mode != MathMode.FP32 || c.mainloop() != GemmConfig.Mainloop.WGMMA || k >= FP32_WGMMA_MIN_K)
                 .toList();
         if (entry == null) {
             GemmConfig large = candidates.stream().filter(c -> !c.splitK())
-                    .max(Comparator.comparingInt(c -> c.tileM() * c.tileN())).orElse(null);
+                    .max(Comparator.<GemmConfig>comparingInt(c -> c.tileM() * c.tileN())
+                            .thenComparing(c -> c.mainloop() == GemmConfig.Mainloop.WGMMA))
+                    .orElse(null);
             if (large != null && large.grid(m, n).volume() >= multiprocessors) {
                 return large;
             }
         }
-        boolean measured = entry != null && entry.tensorCoresWinNear(m, n, k);
+        boolean won = entry != null && entry.tensorCoresWinNear(m, n, k);
+        if (won && entry.tensorCoreWgmma()) {
+            // Measured on sm_90's wgmma tile: elsewhere it says nothing.
+            GemmConfig wgmma = candidates.stream().filter(entry::isWinningWgmma).findFirst().orElse(null);
+            if (wgmma != null) {
+                return wgmma.splitK() ? wgmma.withSlices(Math.max(1, Math.min(
+                        tuning.tensorCoreSlicesFor(entry, multiprocessors), wgmma.maxSlices(k)))) : wgmma;
+            }
+        }
+        boolean measured = won && !entry.tensorCoreWgmma();
         if (mode == MathMode.FP32 && !measured) {
             return null;
         }

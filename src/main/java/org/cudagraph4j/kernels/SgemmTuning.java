@@ -20,14 +20,33 @@ final class SgemmTuning {
     /**
      * The best split-K launch measured for one (m, n, k): the instance by its tile and reduction batch;
      * the GEMV instance by its tile and warps where one ran faster still (0 x 0 where none did); and
-     * the 3xTF32 split-K tile and slices where that ran faster than both (0 x 0 where it did not, or
-     * was not measured). GEMV and tensor-core instances need aligned operands: where they are not, the
-     * SIMT split-K launch is the fallback.
+     * the 3xTF32 tile and slices where that ran faster than both (0 x 0 where it did not, or was not
+     * measured): a split-K tile of the {@code mma.sync} mainloop, or with {@code tensorCoreWgmma} an
+     * sm_90 {@code wgmma} tile (its unsplit instance at one slice, its split-K one at more). GEMV and
+     * tensor-core instances need aligned operands: where they are not, the SIMT split-K launch is the
+     * fallback.
      */
     record Entry(int m, int n, int k, int tileM, int tileN, int reductionBatch, int slices, int gemvTileM,
-            int gemvTileN, int gemvWarps, int tensorCoreTileM, int tensorCoreTileN, int tensorCoreSlices) {
+            int gemvTileN, int gemvWarps, int tensorCoreTileM, int tensorCoreTileN, int tensorCoreSlices,
+            boolean tensorCoreWgmma) {
+        Entry(int m, int n, int k, int tileM, int tileN, int reductionBatch, int slices, int gemvTileM,
+                int gemvTileN, int gemvWarps, int tensorCoreTileM, int tensorCoreTileN, int tensorCoreSlices) {
+            this(m, n, k, tileM, tileN, reductionBatch, slices, gemvTileM, gemvTileN, gemvWarps, tensorCoreTileM,
+                    tensorCoreTileN, tensorCoreSlices, false);
+        }
+
         Entry(int m, int n, int k, int tileM, int tileN, int reductionBatch, int slices) {
             this(m, n, k, tileM, tileN, reductionBatch, slices, 0, 0, 0, 0, 0, 0);
+        }
+
+        /**
+         * {@return whether {@code config} is the wgmma instance that won here: its mainloop and its tile,
+         * split-K where the entry has more than one slice}
+         */
+        boolean isWinningWgmma(GemmConfig config) {
+            return tensorCoreWgmma && config.mainloop() == GemmConfig.Mainloop.WGMMA
+                    && config.tileM() == tensorCoreTileM && config.tileN() == tensorCoreTileN
+                    && config.splitK() == (tensorCoreSlices > 1);
         }
 
         boolean gemvWins() {
@@ -87,7 +106,8 @@ final class SgemmTuning {
      * Lines "sms N", then "m n k tile slices us unsplit_us [gemv us [3xtf32 slices us]]" (tab-separated),
      * where tile is "tileMxtileN" for an instance that adds partials one slice at a time and
      * "tileMxtileN_rB" for one with reduction batch B, gemv is "gemv_tileMxtileN_wW" (W warps a block)
-     * or "-" for none (its time then "-" too), and 3xtf32 is "3xtf32_tileMxtileN"; '#' starts a comment.
+     * or "-" for none (its time then "-" too), and 3xtf32 is "3xtf32_tileMxtileN" for a split-K tile or
+     * "3xtf32_wgmma_tileMxtileN" for an sm_90 wgmma one; '#' starts a comment.
      */
     static SgemmTuning parse(String text) {
         int sms = 0;
@@ -121,17 +141,23 @@ final class SgemmTuning {
                 }
                 int[] tensor = {0, 0};
                 int tensorSlices = 0;
+                boolean wgmma = false;
                 if (fields.length > 9) {
                     if (!fields[9].startsWith("3xtf32_") || fields.length != 12) {
                         throw new IllegalArgumentException("3xTF32 tile " + fields[9]);
                     }
-                    tensor = tile(fields[9].substring("3xtf32_".length()), fields[9]);
+                    String tensorTile = fields[9].substring("3xtf32_".length());
+                    wgmma = tensorTile.startsWith("wgmma_");
+                    tensor = tile(wgmma ? tensorTile.substring("wgmma_".length()) : tensorTile, fields[9]);
                     tensorSlices = Integer.parseInt(fields[10]);
+                    if (tensorSlices < 1) {
+                        throw new IllegalArgumentException(tensorSlices + " slices");
+                    }
                 }
                 entries.add(new Entry(Integer.parseInt(fields[0]), Integer.parseInt(fields[1]),
                         Integer.parseInt(fields[2]), tile[0], tile[1],
                         instance.length == 2 ? Integer.parseInt(instance[1]) : 0, Integer.parseInt(fields[4]),
-                        gemv[0], gemv[1], gemv[2], tensor[0], tensor[1], tensorSlices));
+                        gemv[0], gemv[1], gemv[2], tensor[0], tensor[1], tensorSlices, wgmma));
             } catch (RuntimeException e) {
                 throw new IllegalStateException(RESOURCE + " line " + number + " is malformed: " + line, e);
             }

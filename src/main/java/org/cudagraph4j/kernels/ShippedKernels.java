@@ -36,7 +36,7 @@ public final class ShippedKernels implements AutoCloseable {
         this.library = library;
         // Instances that need more shared memory than a block of this device may have (the large
         // tensor-core tile on sm_86, sm_89 and sm_120) are left out, so that no choice can take them.
-        this.configs = manifest.gemmConfigs().stream()
+        this.configs = manifest.gemmConfigs(image).stream()
                 .filter(c -> c.sharedMemBytes() <= properties.sharedMemPerBlockOptinBytes())
                 .toList();
         this.epilogueKernel = manifest.epilogueKernel();
@@ -99,7 +99,7 @@ public final class ShippedKernels implements AutoCloseable {
     /**
      * The shipped sgemm instances that run on this device.
      *
-     * @return every instance in the manifest whose shared memory fits a block of the device, unmodifiable
+     * @return every instance of the loaded image whose shared memory fits a block of the device, unmodifiable
      */
     public List<GemmConfig> gemmConfigs() {
         return configs;

@@ -9,6 +9,9 @@ import org.cudagraph4j.Dim3;
 import org.junit.jupiter.api.Test;
 
 class KernelManifestTest {
+    /** The image an H200 (compute capability 9.0) loads. */
+    static final String H200_IMAGE = "cg4j_kernels.sm_90.cubin";
+
     private final KernelManifest manifest = KernelManifest.load();
 
     @Test
@@ -43,7 +46,7 @@ class KernelManifestTest {
 
     @Test
     void seedConfigurationLaunchesExactlyAsTheSeedDiagramShows() {
-        GemmConfig seed = manifest.gemmConfigs().stream()
+        GemmConfig seed = manifest.gemmConfigs(H200_IMAGE).stream()
                 .filter(c -> c.tileM() == 64 && c.tileN() == 32 && c.tileK() == 16 && c.bTransposed()
                         && c.epilogue() == GemmConfig.Epilogue.BIAS_RELU)
                 .findFirst().orElseThrow();
@@ -59,7 +62,7 @@ class KernelManifestTest {
     void shipsALargeTileInstanceForEveryEpilogueAndLayout() {
         for (GemmConfig.Epilogue epilogue : GemmConfig.Epilogue.values()) {
             for (boolean transposed : new boolean[] {false, true}) {
-                assertTrue(manifest.gemmConfigs().stream().anyMatch(c -> c.epilogue() == epilogue
+                assertTrue(manifest.gemmConfigs(H200_IMAGE).stream().anyMatch(c -> c.epilogue() == epilogue
                         && c.bTransposed() == transposed && c.tileM() * c.tileN() >= 128 * 128),
                         epilogue + (transposed ? " B transposed" : ""));
             }
@@ -93,7 +96,44 @@ class KernelManifestTest {
         assertEquals(1, split.alignmentA());
         assertTrue(split.splitK());
         assertEquals(MathMode.SIMT_FP32, config("cg4j_simt_sgemm_f32_64x32x16_3_tnt_align1_lincomb").math());
-        assertEquals(20, manifest.gemmConfigs().stream().filter(c -> c.math().tensorCores()).count());
+        assertEquals(20, manifest.gemmConfigs("cg4j_kernels.sm_80.cubin").stream()
+                .filter(c -> c.math().tensorCores()).count());
+    }
+
+    @Test
+    void theWgmmaInstancesAreInTheSm90CubinAlone() {
+        List<GemmConfig> wgmma = manifest.gemmConfigs(H200_IMAGE).stream()
+                .filter(c -> c.mainloop() == GemmConfig.Mainloop.WGMMA).toList();
+        assertEquals(14, wgmma.size(), wgmma.toString());
+        assertEquals(4, wgmma.stream().filter(GemmConfig::splitK).count());
+        for (GemmConfig c : wgmma) {
+            assertTrue(c.math().tensorCores() && c.bTransposed(), c.toString());
+            assertTrue(c.kernelName().startsWith("cg4j_wgmma_"), c.kernelName());
+            assertEquals(c.tileM() / 64 * 128, c.threads(), "a warpgroup per 64 rows: " + c.kernelName());
+        }
+        for (String image : new String[] {"cg4j_kernels.sm_80.cubin", "cg4j_kernels.sm_100.cubin",
+                "cg4j_kernels.sm_120.cubin", "cg4j_kernels.compute_120.ptx"}) {
+            assertTrue(manifest.gemmConfigs(image).stream().noneMatch(c -> c.mainloop() == GemmConfig.Mainloop.WGMMA),
+                    image);
+            assertEquals(manifest.gemmConfigs(H200_IMAGE).size() - wgmma.size(), manifest.gemmConfigs(image).size(),
+                    image + " has every other instance");
+        }
+    }
+
+    @Test
+    void anUnknownMainloopIsRefusedByName() {
+        java.util.Properties properties = new java.util.Properties();
+        properties.setProperty("kernels", "k");
+        for (String key : new String[] {"tileM", "tileN", "tileK", "stages", "threads", "sharedMemBytes", "alignment"}) {
+            properties.setProperty("kernel.k." + key, "1");
+        }
+        properties.setProperty("kernel.k.family", "sgemm_lincomb");
+        properties.setProperty("kernel.k.layout", "tnt");
+        properties.setProperty("kernel.k.math", "3xtf32");
+        properties.setProperty("kernel.k.mainloop", "tcgen05");
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> new KernelManifest(properties).gemmConfigs(H200_IMAGE));
+        assertEquals("kernels manifest: k has an unknown mainloop tcgen05", e.getMessage());
     }
 
     @Test
@@ -107,12 +147,12 @@ class KernelManifestTest {
         properties.setProperty("kernel.k.layout", "ttt");
         properties.setProperty("kernel.k.math", "fp8");
         IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> new KernelManifest(properties).gemmConfigs());
+                () -> new KernelManifest(properties).gemmConfigs(H200_IMAGE));
         assertEquals("kernels manifest: k has an unknown math fp8", e.getMessage());
     }
 
     private GemmConfig config(String name) {
-        return manifest.gemmConfigs().stream().filter(c -> c.kernelName().equals(name)).findFirst()
+        return manifest.gemmConfigs(H200_IMAGE).stream().filter(c -> c.kernelName().equals(name)).findFirst()
                 .orElseThrow(() -> new AssertionError(name + " is not in the manifest"));
     }
 }

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
  * of those launches needs.
  */
 class MlpWorkspaceTest {
-    private static final List<GemmConfig> CONFIGS = KernelManifest.load().gemmConfigs();
+    private static final List<GemmConfig> CONFIGS = KernelManifest.load().gemmConfigs(KernelManifestTest.H200_IMAGE);
     private static final SgemmTuning TUNING = SgemmTuning.load();
     private static final int[][] STACKS = {{512, 512, 512}, {1024, 1024}, {96, 512, 257, 512, 64}, {640, 2048, 640},
             {4096, 16, 4096}, {384, 384, 384, 384, 384, 384, 384}};

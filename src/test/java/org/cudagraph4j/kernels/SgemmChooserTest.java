@@ -16,7 +16,8 @@ import org.junit.jupiter.api.Test;
  * plan of each math mode.
  */
 class SgemmChooserTest {
-    private static final List<GemmConfig> CONFIGS = KernelManifest.load().gemmConfigs();
+    private static final List<GemmConfig> CONFIGS = KernelManifest.load().gemmConfigs(KernelManifestTest.H200_IMAGE);
+    private static final List<GemmConfig> SM80_CONFIGS = KernelManifest.load().gemmConfigs("cg4j_kernels.sm_80.cubin");
     private static final SgemmTuning TUNING = SgemmTuning.load();
     private static final int H200_MULTIPROCESSORS = 132;
     /** A device address as cudaMalloc returns them: 256-byte aligned. */
@@ -108,8 +109,16 @@ class SgemmChooserTest {
     @Test
     void fp32TakesTheLargeTensorCoreTileOnlyFromK1024WithAlignedOperandsThatFillTheGpu() {
         GemmConfig large = tensor(MathMode.FP32, 4096, 4096, 4096, ALLOCATION, ALLOCATION);
-        assertEquals("cg4j_tensorop_3xtf32_sgemm_f32_128x128x32_3_tnt_align4_bias_f32_relu", large.kernelName());
+        assertEquals("cg4j_wgmma_3xtf32_sgemm_f32_128x128x32_3_tnt_align4_bias_f32_relu", large.kernelName());
+        assertEquals("cg4j_tensorop_3xtf32_sgemm_f32_128x128x32_3_tnt_align4_bias_f32_relu",
+                Sgemm.tensorCorePlan(SM80_CONFIGS, TUNING, 108, MathMode.FP32, null, 4096, 4096, 4096, true,
+                        GemmConfig.Epilogue.BIAS_RELU, ALLOCATION, ALLOCATION).kernelName(), "an A100: mma.sync");
         assertNull(tensor(MathMode.FP32, 4096, 4096, 512, ALLOCATION, ALLOCATION), "K below 1024: SIMT");
+        assertEquals("cg4j_tensorop_3xtf32_sgemm_f32_128x128x32_3_tnt_align4_bias_f32_relu",
+                tensor(MathMode.FP32, 4096, 4096, 1024, ALLOCATION, ALLOCATION).kernelName(),
+                "K below 2048: mma.sync, whose tensor cores sum fewer products before each FP32 add");
+        assertEquals(GemmConfig.Mainloop.WGMMA, tensor(MathMode.TF32X3, 4096, 4096, 1024, ALLOCATION, ALLOCATION)
+                .mainloop(), "TF32X3 asks for 3xTF32 at any K");
         assertNull(tensor(MathMode.FP32, 4096, 4096, 4096, ALLOCATION + 4, ALLOCATION), "A not 16-byte aligned");
         assertNull(tensor(MathMode.FP32, 4096, 4096, 4098, ALLOCATION, ALLOCATION), "lda not a multiple of 4");
         assertNull(tensor(MathMode.FP32, 1024, 1024, 4096, ALLOCATION, ALLOCATION), "64 tiles leave SMs idle");
@@ -117,10 +126,25 @@ class SgemmChooserTest {
     }
 
     @Test
-    void fp32TakesTheTablesTensorCoreSplitOnlyNearTheShapeWhereItWon() {
-        GemmConfig split = tensor(MathMode.FP32, 128, 4096, 4096, ALLOCATION, ALLOCATION);
+    void fp32TakesTheTablesTensorCoreTileOnlyNearTheShapeWhereItWon() {
+        GemmConfig wgmma = tensor(MathMode.FP32, 128, 4096, 4096, ALLOCATION, ALLOCATION);
+        assertEquals("cg4j_wgmma_3xtf32_sgemm_f32_128x64x32_4_tnt_align4_bias_f32_relu_splitk", wgmma.kernelName());
+        assertEquals(2, wgmma.slices());
+        GemmConfig unsplit = tensor(MathMode.FP32, 256, 4096, 4096, ALLOCATION, ALLOCATION);
+        assertEquals("cg4j_wgmma_3xtf32_sgemm_f32_128x64x32_4_tnt_align4_bias_f32_relu", unsplit.kernelName());
+        assertEquals(1, unsplit.slices());
+        GemmConfig four = tensor(MathMode.FP32, 32, 4096, 4096, ALLOCATION, ALLOCATION);
+        assertEquals("cg4j_wgmma_3xtf32_sgemm_f32_64x64x32_4_tnt_align4_bias_f32_relu_splitk", four.kernelName());
+        assertEquals(4, four.slices());
+        // Without wgmma (the sm_80 image) the entries say nothing: FP32 takes SIMT, TF32X3 its split-K tile
+        // with the slices of a shape not measured.
+        SgemmTuning.Entry entry = TUNING.nearest(128, 4096, 4096);
+        assertNull(Sgemm.tensorCorePlan(SM80_CONFIGS, TUNING, H200_MULTIPROCESSORS, MathMode.FP32, entry, 128, 4096,
+                4096, true, GemmConfig.Epilogue.BIAS_RELU, ALLOCATION, ALLOCATION));
+        GemmConfig split = Sgemm.tensorCorePlan(SM80_CONFIGS, TUNING, H200_MULTIPROCESSORS, MathMode.TF32X3, entry,
+                128, 4096, 4096, true, GemmConfig.Epilogue.BIAS_RELU, ALLOCATION, ALLOCATION);
         assertEquals("cg4j_tensorop_3xtf32_sgemm_f32_64x64x32_4_tnt_align4_bias_f32_relu_splitk", split.kernelName());
-        assertEquals(2, split.slices());
+        assertEquals(2, split.slices(), "128 tiles leave SMs idle");
         assertNull(tensor(MathMode.FP32, 128, 1024, 1024, ALLOCATION, ALLOCATION), "SIMT won at width 1024");
         assertNull(tensor(MathMode.FP32, 8, 4096, 4096, ALLOCATION, ALLOCATION), "not measured at 8 rows");
     }
@@ -131,6 +155,7 @@ class SgemmChooserTest {
             GemmConfig large = tensor(mode, 4096, 4096, 4096, ALLOCATION, ALLOCATION);
             assertEquals(mode, large.math());
             assertEquals(128, large.tileM());
+            assertEquals(GemmConfig.Mainloop.WGMMA, large.mainloop(), "the H200 has the wgmma tile");
             GemmConfig skinny = tensor(mode, 1, 512, 512, ALLOCATION, ALLOCATION);
             assertEquals(mode, skinny.math());
             assertEquals(2, skinny.slices(), "8 tiles of 64 columns leave the SMs idle");
@@ -154,7 +179,7 @@ class SgemmChooserTest {
     @Test
     void theSmallSharedMemoryOfSm86LeavesTheLargeTensorCoreTileOut() {
         // ShippedKernels drops instances above the device's opt-in shared memory (99 KB on sm_86).
-        List<GemmConfig> sm86 = CONFIGS.stream().filter(c -> c.sharedMemBytes() <= 99 * 1024).toList();
+        List<GemmConfig> sm86 = SM80_CONFIGS.stream().filter(c -> c.sharedMemBytes() <= 99 * 1024).toList();
         GemmConfig config = Sgemm.tensorCorePlan(sm86, TUNING, 84, MathMode.TF32X3, null, 4096, 4096, 4096, true,
                 GemmConfig.Epilogue.BIAS_RELU, 0, 0);
         assertEquals(64, config.tileM());

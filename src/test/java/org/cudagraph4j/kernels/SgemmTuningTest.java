@@ -18,6 +18,7 @@ class SgemmTuningTest {
             32\t512\t512\t32x32\t16\t9.4\t22.7\tgemv_8x8_w4\t4.9
             128\t512\t512\t32x32_r4\t4
             256\t4096\t4096\t64x64_r2\t2\t254.4\t289.9\t-\t-\t3xtf32_64x64\t1\t189.8
+            512\t4096\t4096\t64x64_r2\t2\t510.0\t560.0\t-\t-\t3xtf32_wgmma_128x64\t1\t250.0
             """);
 
     @Test
@@ -27,7 +28,7 @@ class SgemmTuningTest {
         assertEquals(new SgemmTuning.Entry(128, 512, 512, 32, 32, 4, 4), TABLE.nearest(100, 512, 512));
         assertEquals(new SgemmTuning.Entry(256, 4096, 4096, 64, 64, 2, 2, 0, 0, 0, 64, 64, 1),
                 TABLE.nearest(200, 3000, 5000));
-        assertNull(TABLE.nearest(257, 512, 512), "above the table's largest m nothing is split");
+        assertNull(TABLE.nearest(513, 512, 512), "above the table's largest m nothing is split");
     }
 
     @Test
@@ -67,7 +68,7 @@ class SgemmTuningTest {
 
     @Test
     void everyGemvTileOfTheShippedTableIsAShippedGemvInstanceForBothEpilogues() {
-        var configs = KernelManifest.load().gemmConfigs();
+        var configs = KernelManifest.load().gemmConfigs(KernelManifestTest.H200_IMAGE);
         List<SgemmTuning.Entry> gemv = entriesOf(SgemmTuning.load()).stream().filter(SgemmTuning.Entry::gemvWins)
                 .toList();
         assertTrue(gemv.size() >= 3, "the shipped table has GEMV rows at batch 1 to 32: " + gemv);
@@ -82,7 +83,7 @@ class SgemmTuningTest {
 
     @Test
     void aGemvInstanceReadsBTransposedFourFloatsAtATimeAndNeverSplits() {
-        var gemv = KernelManifest.load().gemmConfigs().stream()
+        var gemv = KernelManifest.load().gemmConfigs(KernelManifestTest.H200_IMAGE).stream()
                 .filter(c -> c.mainloop() == GemmConfig.Mainloop.GEMV).toList();
         assertEquals(6, gemv.size(), "8x4 and 8x8 on 4 warps and 8x4 on 16, each with both epilogues: " + gemv);
         for (GemmConfig c : gemv) {
@@ -97,6 +98,32 @@ class SgemmTuningTest {
                 128, 1, 128, 0, false, 4, false, 1, 0, GemmConfig.Mainloop.GEMV, MathMode.SIMT_FP32));
         assertThrows(IllegalArgumentException.class, () -> new GemmConfig("g", GemmConfig.Epilogue.BIAS_RELU, 8, 8,
                 128, 1, 128, 0, true, 1, false, 1, 0, GemmConfig.Mainloop.GEMV, MathMode.SIMT_FP32));
+    }
+
+    @Test
+    void a3xTf32WgmmaColumnNamesATileOfTheWgmmaMainloopSplitWhereItHasSlices() {
+        SgemmTuning.Entry entry = TABLE.nearest(512, 4096, 4096);
+        assertTrue(entry.tensorCoreWgmma() && entry.tensorCoreTileM() == 128 && entry.tensorCoreTileN() == 64);
+        assertFalse(TABLE.nearest(256, 4096, 4096).tensorCoreWgmma());
+        GemmConfig wgmma = new GemmConfig("w", GemmConfig.Epilogue.BIAS_RELU, 128, 64, 32, 4, 256, 0, true, 4, false,
+                1, 0, GemmConfig.Mainloop.WGMMA, MathMode.TF32X3);
+        assertTrue(entry.isWinningWgmma(wgmma));
+        assertFalse(entry.isWinningWgmma(new GemmConfig("t", GemmConfig.Epilogue.BIAS_RELU, 128, 64, 32, 4, 256, 0,
+                true, 4, false, 1, 0, GemmConfig.Mainloop.TILED, MathMode.TF32X3)), "same tile, not wgmma");
+        assertFalse(entry.isWinningWgmma(new GemmConfig("s", GemmConfig.Epilogue.BIAS_RELU, 128, 64, 32, 4, 256, 0,
+                true, 4, true, 1, 0, GemmConfig.Mainloop.WGMMA, MathMode.TF32X3)), "one slice: the unsplit instance");
+        SgemmTuning.Entry split = SgemmTuning.parse(
+                "sms\t132\n128\t4096\t4096\t64x64_r2\t4\t136.5\t191.6\t-\t-\t3xtf32_wgmma_128x64\t2\t83.3\n")
+                .nearest(128, 4096, 4096);
+        assertTrue(split.isWinningWgmma(new GemmConfig("s", GemmConfig.Epilogue.BIAS_RELU, 128, 64, 32, 4, 256, 0,
+                true, 4, true, 1, 0, GemmConfig.Mainloop.WGMMA, MathMode.TF32X3)), "two slices: the split-K instance");
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> SgemmTuning.parse(
+                "sms\t132\n256\t4096\t4096\t64x64_r2\t2\t254.4\t289.9\t-\t-\t3xtf32_wgmma_128x64\t0\t189.8\n"));
+        assertTrue(e.getMessage().contains("line 2 is malformed"), e.getMessage());
+        IllegalArgumentException simt = assertThrows(IllegalArgumentException.class, () -> new GemmConfig("w",
+                GemmConfig.Epilogue.BIAS_RELU, 128, 64, 32, 4, 256, 0, true, 4, false, 1, 0, GemmConfig.Mainloop.WGMMA,
+                MathMode.SIMT_FP32));
+        assertEquals("w: a WGMMA instance computes on the tensor cores and reads B stored [N, K]", simt.getMessage());
     }
 
     @Test
@@ -118,7 +145,7 @@ class SgemmTuningTest {
 
     @Test
     void everyShippedEntryNamesAShippedSplitKInstanceForBothLayoutsAndEpilogues() {
-        var configs = KernelManifest.load().gemmConfigs();
+        var configs = KernelManifest.load().gemmConfigs(KernelManifestTest.H200_IMAGE);
         for (SgemmTuning.Entry entry : entriesOf(SgemmTuning.load())) {
             for (boolean bTransposed : new boolean[] {false, true}) {
                 for (GemmConfig.Epilogue epilogue : GemmConfig.Epilogue.values()) {
@@ -134,7 +161,7 @@ class SgemmTuningTest {
 
     @Test
     void theShippedInstancesIncludeBatchedReductionsAndOnlySplitKOnesHaveOne() {
-        var configs = KernelManifest.load().gemmConfigs();
+        var configs = KernelManifest.load().gemmConfigs(KernelManifestTest.H200_IMAGE);
         assertTrue(configs.stream().anyMatch(c -> c.reductionBatch() == 4 && c.tileM() == 32 && c.tileN() == 32));
         assertTrue(configs.stream().anyMatch(c -> c.reductionBatch() == 2 && c.tileM() == 64 && c.tileN() == 64));
         assertTrue(configs.stream().filter(c -> !c.splitK()).allMatch(c -> c.reductionBatch() == 0));

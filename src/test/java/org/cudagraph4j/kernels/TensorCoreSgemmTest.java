@@ -90,6 +90,33 @@ class TensorCoreSgemmTest {
             double tf32 = error(problem, "cg4j_tensorop_tf32_sgemm_f32_64x64x32_4_tnt_align1_bias_f32_relu_splitk");
             assertTrue(threeTf32 <= simt * 1.5, "3xTF32 " + threeTf32 + " against SIMT " + simt);
             assertTrue(tf32 > 10 * threeTf32 && tf32 < Reference.TF32_TOLERANCE, "TF32 " + tf32);
+            if (hasWgmma()) {
+                double wgmma = error(problem, "cg4j_wgmma_3xtf32_sgemm_f32_128x128x32_3_tnt_align4_bias_f32_relu");
+                assertTrue(wgmma <= simt * 1.5, "3xTF32 on wgmma " + wgmma + " against SIMT " + simt);
+                double wgmmaTf32 = error(problem, "cg4j_wgmma_tf32_sgemm_f32_128x128x32_4_tnt_align4_bias_f32_relu");
+                assertTrue(wgmmaTf32 > 10 * wgmma && wgmmaTf32 < Reference.TF32_TOLERANCE, "TF32 on wgmma " + wgmmaTf32);
+            }
+        }
+    }
+
+    /** Whether this device loaded the sm_90 cubin and with it the wgmma instances. */
+    private static boolean hasWgmma() {
+        return gpu.kernels().gemmConfigs().stream().anyMatch(c -> c.mainloop() == GemmConfig.Mainloop.WGMMA);
+    }
+
+    @Test
+    void aDeviceOfComputeCapability9TakesTheWgmmaInstancesForLargeProblemsWithBTransposed() {
+        boolean sm90 = gpu.device().properties().major() == 9;
+        assertEquals(sm90, hasWgmma(), gpu.kernels().image());
+        try (DeviceBuffer b = gpu.allocateFloats(4096L * 4096)) {
+            for (MathMode mode : new MathMode[] {MathMode.FP32, MathMode.TF32X3, MathMode.TF32}) {
+                GemmConfig large = gpu.sgemm().withMathMode(mode).choose(4096, 4096, 4096, true,
+                        GemmConfig.Epilogue.BIAS_RELU, b);
+                assertEquals(sm90 ? GemmConfig.Mainloop.WGMMA : GemmConfig.Mainloop.TILED, large.mainloop(),
+                        mode + ": " + large.kernelName());
+                assertEquals(GemmConfig.Mainloop.TILED, gpu.sgemm().withMathMode(mode).choose(4096, 4096, 4096, false,
+                        GemmConfig.Epilogue.BIAS_RELU, b).mainloop(), "wgmma takes B stored [n, k] only");
+            }
         }
     }
 
@@ -113,12 +140,13 @@ class TensorCoreSgemmTest {
         a[k] = Float.NaN; // row 1
         try (DeviceBuffer da = gpu.upload(a); DeviceBuffer db = gpu.upload(b); DeviceBuffer dc = gpu.allocateFloats(m * n)) {
             for (GemmConfig config : tensorCoreConfigs()) {
-                if (config.epilogue() != GemmConfig.Epilogue.LINEAR_COMBINATION || config.bTransposed()) {
+                if (config.epilogue() != GemmConfig.Epilogue.LINEAR_COMBINATION) {
                     continue;
                 }
                 dc.memset(0);
+                // Every element of B is 0.5, so that it reads the same stored [k, n] or [n, k].
                 gpu.sgemm().multiply(gpu.stream(), config,
-                        GemmOperands.linearCombination(m, n, k, 1f, da, db, false, 0f, dc), null);
+                        GemmOperands.linearCombination(m, n, k, 1f, da, db, config.bTransposed(), 0f, dc), null);
                 gpu.stream().synchronize();
                 float[] c = dc.toFloatArray();
                 for (int j = 0; j < n; j++) {
