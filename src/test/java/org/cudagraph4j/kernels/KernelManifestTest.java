@@ -122,14 +122,7 @@ class KernelManifestTest {
 
     @Test
     void anUnknownMainloopIsRefusedByName() {
-        java.util.Properties properties = new java.util.Properties();
-        properties.setProperty("kernels", "k");
-        for (String key : new String[] {"tileM", "tileN", "tileK", "stages", "threads", "sharedMemBytes", "alignment"}) {
-            properties.setProperty("kernel.k." + key, "1");
-        }
-        properties.setProperty("kernel.k.family", "sgemm_lincomb");
-        properties.setProperty("kernel.k.layout", "tnt");
-        properties.setProperty("kernel.k.math", "3xtf32");
+        java.util.Properties properties = oneInstance("tnt", "3xtf32");
         properties.setProperty("kernel.k.mainloop", "tcgen05");
         IllegalStateException e = assertThrows(IllegalStateException.class,
                 () -> new KernelManifest(properties).gemmConfigs(H200_IMAGE));
@@ -138,17 +131,23 @@ class KernelManifestTest {
 
     @Test
     void anUnknownMathIsRefusedByName() {
+        java.util.Properties properties = oneInstance("ttt", "fp8");
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> new KernelManifest(properties).gemmConfigs(H200_IMAGE));
+        assertEquals("kernels manifest: k has an unknown math fp8", e.getMessage());
+    }
+
+    /** A manifest of one lincomb instance "k" of this layout and math, its numbers all 1. */
+    private static java.util.Properties oneInstance(String layout, String math) {
         java.util.Properties properties = new java.util.Properties();
         properties.setProperty("kernels", "k");
         for (String key : new String[] {"tileM", "tileN", "tileK", "stages", "threads", "sharedMemBytes", "alignment"}) {
             properties.setProperty("kernel.k." + key, "1");
         }
         properties.setProperty("kernel.k.family", "sgemm_lincomb");
-        properties.setProperty("kernel.k.layout", "ttt");
-        properties.setProperty("kernel.k.math", "fp8");
-        IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> new KernelManifest(properties).gemmConfigs(H200_IMAGE));
-        assertEquals("kernels manifest: k has an unknown math fp8", e.getMessage());
+        properties.setProperty("kernel.k.layout", layout);
+        properties.setProperty("kernel.k.math", math);
+        return properties;
     }
 
     private GemmConfig config(String name) {
