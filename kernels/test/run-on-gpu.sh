@@ -34,7 +34,8 @@ grep -E "128x128x16_3_t[tn]t_align4_lincomb" "$OUTDIR/sass-mix.sm_90.txt" 2>/dev
 
 echo "building the tensor-core harness..."
 TC_BIN="$(dirname "$BIN")/tensor_op_test"
-"$NVCC" -std=c++17 -O3 -arch=sm_90 -I"$KDIR/include" -Xcompiler -fopenmp \
+# sm_90a: the harness carries the wgmma variants beside the mma.sync ones.
+"$NVCC" -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I"$KDIR/include" -Xcompiler -fopenmp \
   -o "$TC_BIN" "$KDIR/test/tensor_op_test.cu" -lcublas 2> "$OUTDIR/tensor-op-build.txt" \
   || { cat "$OUTDIR/tensor-op-build.txt"; exit 1; }
 OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(nproc)}" "$TC_BIN" 2>&1 | tee "$OUTDIR/tensor-op.log"

@@ -1,5 +1,5 @@
-// Native check, accuracy and speed harness of the tensor-core sgemm (include/cg4j/sgemm_tensor_op.cuh),
-// side by side with the SIMT kernel and cuBLAS FP32 (TF32 off) in one process.
+// Native check, accuracy and speed harness of the tensor-core sgemm (include/cg4j/sgemm_tensor_op.cuh
+// and sgemm_wgmma.cuh), side by side with the SIMT kernel and cuBLAS FP32 (TF32 off) in one process.
 //
 //   1. correctness: every variant on odd shapes (M, N, K from 1 to 4097, primes included), outputs
 //      NaN-poisoned before each launch, against a float64 reference; guard zones must stay poisoned;
@@ -8,7 +8,8 @@
 //      on the same data (normal, uniform, and a wide exponent range; K up to 16384).
 //   3. speed: 4096^3 in both B layouts, and the MLP's shapes, each kernel timed beside cuBLAS.
 //
-// Built and run by kernels/test/run-on-gpu.sh; `--quick` skips the K = 16384 accuracy rows.
+// Built for sm_90a (the wgmma variants need it; nvcc -gencode arch=compute_90a,code=sm_90a) and run
+// by kernels/test/run-on-gpu.sh, on an H100 or H200; `--quick` skips the K = 16384 accuracy rows.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
