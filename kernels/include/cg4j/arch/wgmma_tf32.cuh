@@ -32,13 +32,11 @@
 namespace cg4j {
 namespace arch {
 
-/// The 128-byte swizzle of a K-major operand tile whose rows are 32 floats: the byte offset of
-/// element (row, k) from the tile's 1024-byte aligned base.
+/// The 128-byte swizzle of a K-major operand tile: rows of 32 floats, element (row, k) at byte
+/// row * 128 + (((k / 4) ^ row) % 8) * 16 + (k % 4) * 4 from the tile's 1024-byte aligned base (the
+/// layout TileLoaderPitchLinear<..., kSwizzle128B> writes).
 struct Smem128BSwizzle {
   static constexpr int kRowFloats = 32;
-  __device__ __forceinline__ static unsigned offset(int row, int k) {
-    return row * 128 + ((((k >> 2) ^ row) & 7) << 4) + (k & 3) * 4;
-  }
 };
 
 /// The wgmma matrix descriptor of a 128-byte swizzled K-major tile at shared-window address

@@ -18,7 +18,8 @@
 // Per k-tile kt: A fragments of kt -> wgmma (async) -> copies of tile kt + Stages - 1 -> wait for tile
 // kt + 1, barrier, convert its B -> wait for the wgmma -> promote -> barrier. The first barrier lets
 // every thread read tile kt + 1's B; the second makes the small tile visible to the next wgmma and
-// frees tile kt's stage, which the copies of the next iteration overwrite.
+// frees tile kt's stage, which the copies of the next iteration overwrite. TF32 converts nothing and
+// keeps the second barrier only.
 #pragma once
 
 #include "../../arch/cp_async.cuh"
