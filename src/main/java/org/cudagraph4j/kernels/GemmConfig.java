@@ -80,8 +80,8 @@ public record GemmConfig(String kernelName, Epilogue epilogue, int tileM, int ti
                     + "(GEMV instances in SIMT_FP32), not " + math);
         }
         if (mainloop == Mainloop.WGMMA && (!math.tensorCores() || !bTransposed)) {
-            throw new IllegalArgumentException(kernelName + ": a WGMMA instance computes on the tensor cores and reads B "
-                    + "stored [N, K]");
+            throw new IllegalArgumentException(kernelName
+                    + ": a WGMMA instance computes on the tensor cores and reads B stored [N, K]");
         }
         if (mainloop == Mainloop.GEMV && (splitK || !bTransposed || alignment != 4)) {
             throw new IllegalArgumentException(kernelName + ": a GEMV instance reads B stored [N, K] 4 floats at a "

@@ -327,7 +327,8 @@ public final class Sgemm {
         List<GemmConfig> candidates = configs.stream()
                 .filter(c -> c.math() == kernelMath && c.epilogue() == epilogue && c.bTransposed() == bTransposed)
                 .filter(c -> aligned || c.alignment() == 1)
-                .filter(c -> mode != MathMode.FP32 || c.mainloop() != GemmConfig.Mainloop.WGMMA || k >= FP32_WGMMA_MIN_K)
+                .filter(c -> mode != MathMode.FP32 || c.mainloop() != GemmConfig.Mainloop.WGMMA
+                        || k >= FP32_WGMMA_MIN_K)
                 .toList();
         if (entry == null) {
             GemmConfig large = candidates.stream().filter(c -> !c.splitK())

@@ -29,14 +29,8 @@ final class SgemmTuning {
     record Entry(int m, int n, int k, int tileM, int tileN, int reductionBatch, int slices, int gemvTileM,
             int gemvTileN, int gemvWarps, int tensorCoreTileM, int tensorCoreTileN, int tensorCoreSlices,
             boolean tensorCoreWgmma) {
-        Entry(int m, int n, int k, int tileM, int tileN, int reductionBatch, int slices, int gemvTileM,
-                int gemvTileN, int gemvWarps, int tensorCoreTileM, int tensorCoreTileN, int tensorCoreSlices) {
-            this(m, n, k, tileM, tileN, reductionBatch, slices, gemvTileM, gemvTileN, gemvWarps, tensorCoreTileM,
-                    tensorCoreTileN, tensorCoreSlices, false);
-        }
-
         Entry(int m, int n, int k, int tileM, int tileN, int reductionBatch, int slices) {
-            this(m, n, k, tileM, tileN, reductionBatch, slices, 0, 0, 0, 0, 0, 0);
+            this(m, n, k, tileM, tileN, reductionBatch, slices, 0, 0, 0, 0, 0, 0, false);
         }
 
         /**

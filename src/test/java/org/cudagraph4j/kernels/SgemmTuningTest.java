@@ -23,10 +23,11 @@ class SgemmTuningTest {
 
     @Test
     void theNearestShapeIsFoundByRatiosAndLargeProblemsAreNotSkinny() {
-        assertEquals(new SgemmTuning.Entry(32, 512, 512, 32, 32, 0, 16, 8, 8, 4, 0, 0, 0), TABLE.nearest(30, 600, 480));
+        assertEquals(new SgemmTuning.Entry(32, 512, 512, 32, 32, 0, 16, 8, 8, 4, 0, 0, 0, false),
+                TABLE.nearest(30, 600, 480));
         assertEquals(new SgemmTuning.Entry(1, 512, 512, 16, 64, 0, 8), TABLE.nearest(2, 512, 512));
         assertEquals(new SgemmTuning.Entry(128, 512, 512, 32, 32, 4, 4), TABLE.nearest(100, 512, 512));
-        assertEquals(new SgemmTuning.Entry(256, 4096, 4096, 64, 64, 2, 2, 0, 0, 0, 64, 64, 1),
+        assertEquals(new SgemmTuning.Entry(256, 4096, 4096, 64, 64, 2, 2, 0, 0, 0, 64, 64, 1, false),
                 TABLE.nearest(200, 3000, 5000));
         assertNull(TABLE.nearest(513, 512, 512), "above the table's largest m nothing is split");
     }
