@@ -279,7 +279,7 @@ public final class CudaKernel {
             LaunchConfig shape = config.programmaticDependentLaunch()
                     ? LaunchConfig.of(config.grid(), config.block(), config.sharedMemBytes())
                     : config;
-            launch = new KernelLaunch(this, shape, arguments.recorded());
+            launch = arguments.recordedLaunch(shape);
         }
         capture.recordKernelLaunch(slot, firstNode, arguments.uses(), launch);
     }

@@ -42,6 +42,8 @@ public final class KernelArguments implements AutoCloseable {
     private final Object[] arguments;
     /** {@link #arguments} as launches record them, made on first use after each {@link #set}. */
     private ArgumentValues recorded;
+    /** The last launch recorded with {@link #recorded}, which the next with the same configuration shares. */
+    private KernelLaunch recordedLaunch;
     /** What {@link #uses()} returns, made on first use after each {@link #set}, and the same as an array. */
     private List<Lifetime> uses;
     private Lifetime[] usesArray;
@@ -172,6 +174,21 @@ public final class KernelArguments implements AutoCloseable {
     }
 
     /**
+     * A captured launch of these arguments with {@code config}, as the capture records it: the same
+     * record as the last one while the configuration and the arguments stay the same, so that a
+     * capture that repeats a launch does not make a record per node. Races make one each; any is right.
+     */
+    KernelLaunch recordedLaunch(LaunchConfig config) {
+        KernelLaunch last = recordedLaunch;
+        List<Object> values = recorded();
+        if (last == null || last.config() != config || last.arguments() != values) {
+            last = new KernelLaunch(kernel, config, values);
+            recordedLaunch = last;
+        }
+        return last;
+    }
+
+    /**
      * Replaces one argument, checked against the kernel's parameter info. Later launches use it;
      * graph nodes already made from these arguments do not change.
      *
@@ -188,6 +205,7 @@ public final class KernelArguments implements AutoCloseable {
         KernelArgumentCodec.write(slot(index), value);
         arguments[index] = value;
         recorded = null;
+        recordedLaunch = null;
         uses = null;
         usesArray = null;
     }

@@ -2,7 +2,6 @@ package org.cudagraph4j.graph;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.locks.ReentrantLock;
@@ -46,7 +45,7 @@ public final class GraphExec extends GraphResource {
      */
     private KernelNodes instantiatedNodes;
     /** What each kernel node uses since {@link #updateKernelNode} replaced it; guarded by {@link #lock}. */
-    private final Map<Long, List<Lifetime>> updatedNodeUses = new HashMap<>();
+    private final NodeIndex<List<Lifetime>> updatedNodeUses = new NodeIndex<>(4);
     /** The host functions among what this holds, told at each launch where to report a failure. */
     private volatile HostFunctions.Registration[] hostFunctions;
 

@@ -1,26 +1,35 @@
 package org.cudagraph4j.graph;
 
+import java.util.Arrays;
+
 /**
- * Values by node address, filled once and then only read: an open-addressing table of primitive
- * keys, so that a lookup neither boxes the address nor walks hash buckets (a node update looked its
- * node up through a {@code HashMap<Long, ...>} for a third of its Java samples). Addresses are
- * never 0, which marks an empty slot. Safe to read from several threads once published.
+ * Values by node address: an open-addressing table of primitive keys, so that a lookup neither
+ * boxes the address nor walks hash buckets (a node update looked its node up through a
+ * {@code HashMap<Long, ...>} for a third of its Java samples). Addresses are never 0, which marks
+ * an empty slot. Not synchronized: safe to read from several threads once published and no longer
+ * changed, or under its owner's lock.
  *
  * @param <V> the values
  */
 final class NodeIndex<V> {
     private static final NodeIndex<?> EMPTY = new NodeIndex<>(0);
 
-    private final long[] keys;
-    private final Object[] values;
-    private final int mask;
+    private long[] keys;
+    private Object[] values;
+    private int mask;
+    private int size;
 
-    /** An index with room for {@code capacity} entries, at most half full. */
+    /** An index with room for {@code capacity} entries before it grows, at most half full. */
     NodeIndex(int capacity) {
-        int size = Integer.highestOneBit(Math.max(1, capacity) * 2 - 1) * 2;
-        keys = new long[size];
-        values = new Object[size];
-        mask = size - 1;
+        allocate(capacity);
+    }
+
+    private void allocate(int capacity) {
+        int slots = Integer.highestOneBit(Math.max(1, capacity) * 2 - 1) * 2;
+        keys = new long[slots];
+        values = new Object[slots];
+        mask = slots - 1;
+        size = 0;
     }
 
     @SuppressWarnings("unchecked") // holds nothing
@@ -29,7 +38,8 @@ final class NodeIndex<V> {
     }
 
     /**
-     * Adds or replaces the value of {@code node}; only before the index is shared.
+     * Adds or replaces the value of {@code node}, growing the table past half full; only before the
+     * index is shared, or under its owner's lock.
      *
      * @throws IllegalArgumentException if {@code node} is 0
      */
@@ -41,8 +51,35 @@ final class NodeIndex<V> {
         while (keys[slot] != 0 && keys[slot] != node) {
             slot = (slot + 1) & mask;
         }
+        if (keys[slot] == 0) {
+            if (2 * (size + 1) > keys.length) {
+                grow();
+                put(node, value);
+                return;
+            }
+            size++;
+        }
         keys[slot] = node;
         values[slot] = value;
+    }
+
+    /** Removes every entry, keeping the table's room. */
+    void clear() {
+        Arrays.fill(keys, 0);
+        Arrays.fill(values, null);
+        size = 0;
+    }
+
+    @SuppressWarnings("unchecked") // only put stores values, all of type V
+    private void grow() {
+        long[] oldKeys = keys;
+        Object[] oldValues = values;
+        allocate(oldKeys.length); // twice the entries: allocate keeps the table at most half full
+        for (int i = 0; i < oldKeys.length; i++) {
+            if (oldKeys[i] != 0) {
+                put(oldKeys[i], (V) oldValues[i]);
+            }
+        }
     }
 
     /** {@return the value of {@code node}, or {@code null}} */

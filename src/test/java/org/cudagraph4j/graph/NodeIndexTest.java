@@ -38,4 +38,19 @@ class NodeIndexTest {
         assertNull(NodeIndex.<String>empty().get(0x1000));
         assertThrows(IllegalArgumentException.class, () -> index.put(0, "null node"));
     }
+
+    @Test
+    void anIndexGrowsPastItsCapacityAndClearsToEmpty() {
+        NodeIndex<Long> index = new NodeIndex<>(1);
+        for (long i = 1; i <= 1000; i++) {
+            index.put(i << 4, i);
+        }
+        for (long i = 1; i <= 1000; i++) {
+            assertEquals(i, index.get(i << 4), "node " + i + " after the table grew");
+        }
+        index.clear();
+        assertNull(index.get(16));
+        index.put(16, 7L);
+        assertEquals(7L, index.get(16));
+    }
 }

@@ -2,6 +2,7 @@ package org.cudagraph4j.internal.lifetime;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -98,7 +99,13 @@ public final class CaptureTracker {
      */
     public static final class Run<L> {
         private final long first;
-        private final List<Launch<L>> launches = new ArrayList<>();
+        /**
+         * The launches, two slots each: what the launch keeps alive, then what it launches ({@code
+         * null} for a kernel node the library does not record). One array, not a record per launch
+         * in a list: a captured launch allocates nothing here but the array's growth.
+         */
+        private Object[] launches = new Object[16];
+        private int count;
         private long last = UNKNOWN_NODE;
         /**
          * The uses the last launch held, by identity, and how many launches since used the same list
@@ -109,9 +116,6 @@ public final class CaptureTracker {
          */
         private List<Lifetime> repeatedUses;
         private int repeats;
-
-        /** One launch; {@code launch} is {@code null} for a kernel node the library does not record. */
-        private record Launch<L>(List<Lifetime> uses, L launch) {}
 
         Run(long first) {
             this.first = first;
@@ -128,9 +132,9 @@ public final class CaptureTracker {
             if (first == UNKNOWN_NODE || last == UNKNOWN_NODE || last == NO_NODE) {
                 return List.of();
             }
-            long[] nodes = new long[launches.size()];
+            long[] nodes = new long[count];
             long node = last;
-            int index = launches.size() - 1;
+            int index = count - 1;
             int known = first == NO_NODE ? 0 : 1; // launches matched to a node before the walk
             while (index >= known) {
                 if (node == NO_NODE || node == UNKNOWN_NODE) {
@@ -149,12 +153,24 @@ public final class CaptureTracker {
             }
             List<KernelNode<L>> resolved = new ArrayList<>(nodes.length);
             for (int i = 0; i < nodes.length; i++) {
-                Launch<L> launch = launches.get(i);
-                if (launch.launch() != null) {
-                    resolved.add(new KernelNode<>(nodes[i], launch.uses(), launch.launch()));
+                @SuppressWarnings("unchecked") // add() stores an L there, checked by the capture
+                L launch = (L) launches[2 * i + 1];
+                if (launch != null) {
+                    @SuppressWarnings("unchecked") // add() stores the uses there
+                    List<Lifetime> uses = (List<Lifetime>) launches[2 * i];
+                    resolved.add(new KernelNode<>(nodes[i], uses, launch));
                 }
             }
             return resolved;
+        }
+
+        private void add(List<Lifetime> uses, L launch) {
+            if (2 * count == launches.length) {
+                launches = Arrays.copyOf(launches, 2 * launches.length);
+            }
+            launches[2 * count] = uses;
+            launches[2 * count + 1] = launch;
+            count++;
         }
 
         private void holdRepeats(HeldResources held) {
@@ -242,12 +258,14 @@ public final class CaptureTracker {
             }
             @SuppressWarnings("unchecked") // checked just above
             L recorded = (L) launch;
-            List<Lifetime> uses = List.copyOf(lifetimes);
             @SuppressWarnings("unchecked") // a slot's run belongs to the capture the slot takes part in
             Run<L> run = (Run<L>) slot.run;
-            if (run != null && uses == run.repeatedUses) {
+            List<Lifetime> uses;
+            if (run != null && lifetimes == run.repeatedUses) { // the copy the last launch kept
+                uses = lifetimes;
                 run.repeats++;
             } else {
+                uses = List.copyOf(lifetimes);
                 held.hold(uses);
                 if (run == null) {
                     run = new Run<>(slot.atCaptureStart ? NO_NODE : firstNode);
@@ -261,7 +279,7 @@ public final class CaptureTracker {
                 }
                 run.repeatedUses = uses;
             }
-            run.launches.add(new Run.Launch<>(uses, recorded));
+            run.add(uses, recorded);
         }
 
         /**

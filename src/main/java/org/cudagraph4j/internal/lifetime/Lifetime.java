@@ -1,10 +1,10 @@
 package org.cudagraph4j.internal.lifetime;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.lang.ref.Cleaner;
 import java.util.HexFormat;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The reference count behind one native resource. Its owner (a stream, a buffer's allocation, a
@@ -30,6 +30,18 @@ public final class Lifetime {
     private static final Cleaner CLEANER = Cleaner.create();
     private static final HexFormat HEX = HexFormat.of().withUpperCase();
     private static final System.Logger LOG = System.getLogger("org.cudagraph4j");
+    private static final VarHandle CLOSED;
+    private static final VarHandle REFERENCES;
+
+    static {
+        try {
+            MethodHandles.Lookup lookup = MethodHandles.lookup();
+            CLOSED = lookup.findVarHandle(Lifetime.class, "closed", boolean.class);
+            REFERENCES = lookup.findVarHandle(Lifetime.class, "references", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     private final LiveCounters.Kind kind;
     private final long byteSize;
@@ -38,8 +50,13 @@ public final class Lifetime {
     private final String type;
     private final long address;
     private final Runnable free;
-    private final AtomicBoolean closed = new AtomicBoolean();
-    private final AtomicInteger references = new AtomicInteger(1);
+    /**
+     * Whether the owner has closed, and how many references are held (the owner's among them): volatile
+     * fields behind {@link #CLOSED} and {@link #REFERENCES}, so that a lifetime is one object, not
+     * three; a capture makes and frees one per graph.
+     */
+    private volatile boolean closed;
+    private volatile int references = 1;
     private volatile Cleaner.Cleanable cleanable;
 
     /**
@@ -100,13 +117,13 @@ public final class Lifetime {
 
     /** @throws IllegalStateException if the owner was closed */
     public void ensureOpen() {
-        if (closed.get()) {
+        if (closed) {
             throw new IllegalStateException(this + " is closed");
         }
     }
 
     public boolean isOpen() {
-        return !closed.get();
+        return !closed;
     }
 
     /**
@@ -119,16 +136,16 @@ public final class Lifetime {
     public void retain() {
         int count;
         do {
-            count = references.get();
+            count = references;
             if (count == 0) {
                 throw new IllegalStateException(this + " is closed");
             }
-        } while (!references.compareAndSet(count, count + 1));
+        } while (!REFERENCES.compareAndSet(this, count, count + 1));
     }
 
     /** Gives back one reference; the last one frees the resource. */
     public void release() {
-        int count = references.decrementAndGet();
+        int count = (int) REFERENCES.getAndAdd(this, -1) - 1;
         if (count == 0) {
             try {
                 free.run();
@@ -142,7 +159,7 @@ public final class Lifetime {
 
     /** Drops the owner's reference; later calls do nothing. */
     public void close() {
-        if (closed.compareAndSet(false, true)) {
+        if (CLOSED.compareAndSet(this, false, true)) {
             Cleaner.Cleanable registered = cleanable;
             if (registered != null) {
                 registered.clean();
@@ -165,7 +182,7 @@ public final class Lifetime {
     private record Forgotten(Lifetime lifetime, Throwable site) implements Runnable {
         @Override
         public void run() {
-            if (!lifetime.closed.compareAndSet(false, true)) {
+            if (!CLOSED.compareAndSet(lifetime, false, true)) {
                 return; // closed explicitly: close() deregistered us
             }
             String message = lifetime + " was never closed; the cleaner frees it. Close it explicitly"

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -51,6 +52,39 @@ class LifetimeTest {
         assertEquals(0, frees.get(), "one use is left");
         held.drop(List.of(lifetime));
         assertEquals(1, frees.get(), "the last use frees it: it was retained once");
+    }
+
+    @Test
+    void aHolderOfManyResourcesReleasesEachWithItsOwnLastUse() {
+        int resources = 40; // past the few a holder finds by scanning
+        AtomicInteger[] freed = new AtomicInteger[resources];
+        List<Lifetime> all = new ArrayList<>();
+        for (int i = 0; i < resources; i++) {
+            AtomicInteger count = new AtomicInteger();
+            freed[i] = count;
+            all.add(new Lifetime(LiveCounters.Kind.EVENT, 0, "resource " + i, count::incrementAndGet));
+        }
+        HeldResources held = new HeldResources();
+        held.hold(all);
+        held.hold(all.subList(0, resources / 2));
+        all.forEach(Lifetime::close);
+        assertEquals(resources, held.distinct().size());
+        for (int i = resources - 1; i >= 0; i -= 2) { // every other one, so that entries move
+            held.drop(List.of(all.get(i)));
+        }
+        for (int i = 0; i < resources; i++) {
+            int expected = i % 2 == 1 && i >= resources / 2 ? 1 : 0;
+            assertEquals(expected, freed[i].get(), "resource " + i);
+        }
+        assertEquals(2, held.counts().get(all.get(0)), "held twice, dropped never");
+        assertEquals(1, held.counts().get(all.get(1)), "held twice, dropped once");
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> held.drop(List.of(all.get(resources - 1))));
+        assertEquals("resource 39 is not held", e.getMessage());
+        held.dropAll();
+        for (int i = 0; i < resources; i++) {
+            assertEquals(1, freed[i].get(), "resource " + i + " is freed exactly once");
+        }
     }
 
     @Test
