@@ -142,28 +142,28 @@ public final class CudaKernel {
         MemorySegment pointers = arguments.pointers(stream.device().ordinal(),
                 capture == null ? null : capture.allocations());
         if (capture == null) {
-            queue(stream.device(), streamHandle, config, pointers);
+            queue(stream.device(), streamHandle, config, arguments, pointers);
             return;
         }
         // Queued and recorded under the slot's monitor, so that a run lists the stream's launches
         // in the order the runtime queued them, whichever threads launch.
         synchronized (slot) {
-            queue(stream.device(), streamHandle, config, pointers);
+            queue(stream.device(), streamHandle, config, arguments, pointers);
             recordCapturedLaunch(capture, slot, config, arguments, streamHandle);
         }
     }
 
-    private void queue(CudaDevice device, MemorySegment stream, LaunchConfig config, MemorySegment pointers) {
-        Dim3 grid = config.grid();
-        Dim3 block = config.block();
+    private void queue(CudaDevice device, MemorySegment stream, LaunchConfig config, KernelArguments arguments,
+            MemorySegment pointers) {
         if (config.cluster() != null || config.cooperative()) {
             launchWithAttributes(device, stream, config, pointers);
         } else if (config.programmaticDependentLaunch()) {
+            Dim3 grid = config.grid();
+            Dim3 block = config.block();
             Libraries.launchProgrammatic(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
                     config.sharedMemBytes(), pointers, stream, symbol);
         } else {
-            Libraries.launch(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
-                    config.sharedMemBytes(), pointers, stream, symbol);
+            Libraries.launch(handle(), arguments.dims(config), config.sharedMemBytes(), pointers, stream, symbol);
         }
     }
 

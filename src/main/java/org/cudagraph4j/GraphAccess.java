@@ -94,6 +94,17 @@ public final class GraphAccess {
     }
 
     /**
+     * What {@code launch} needs alive: the same list for every launch that shares its arguments.
+     *
+     * @param launch the launch
+     * @return its kernel's library and its buffers, all open
+     */
+    public List<Lifetime> uses(KernelLaunch launch) {
+        // A launch's arguments are always ArgumentValues (see temporaryArguments).
+        return ((ArgumentValues) launch.arguments()).uses(launch.kernel());
+    }
+
+    /**
      * The {@code void*[]} of {@code arguments} for a kernel that runs on device {@code launchDevice},
      * after checking that the device can reach every buffer among them, and that graph memory among
      * them is {@code graphMemory}'s.

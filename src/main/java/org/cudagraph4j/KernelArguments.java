@@ -7,6 +7,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.List;
 import org.cudagraph4j.internal.Devices;
+import org.cudagraph4j.internal.Libraries;
 import org.cudagraph4j.internal.lifetime.GraphAllocations;
 import org.cudagraph4j.internal.lifetime.Lifetime;
 import org.cudagraph4j.internal.lifetime.LiveCounters;
@@ -44,9 +45,11 @@ public final class KernelArguments implements AutoCloseable {
     private ArgumentValues recorded;
     /** The last launch recorded with {@link #recorded}, which the next with the same configuration shares. */
     private KernelLaunch recordedLaunch;
-    /** What {@link #uses()} returns, made on first use after each {@link #set}, and the same as an array. */
-    private List<Lifetime> uses;
-    private Lifetime[] usesArray;
+    /** The last launch's shape in the form the runtime takes it, made once per configuration. */
+    private LaunchShape shape;
+
+    /** A configuration and its grid and block as {@code cudaLaunchKernel} takes them; immutable, so a race is benign. */
+    private record LaunchShape(LaunchConfig config, Libraries.LaunchDims dims) {}
 
     /**
      * Native memory for one-use arguments, one block per thread, reused: allocating and freeing
@@ -164,7 +167,7 @@ public final class KernelArguments implements AutoCloseable {
      * The arguments as a {@link KernelLaunch} holds them, unmodifiable and shared by every launch
      * recorded until the next {@link #set}. Launches that race on it may each make one; any is right.
      */
-    List<Object> recorded() {
+    ArgumentValues recorded() {
         ArgumentValues current = recorded;
         if (current == null) {
             current = new ArgumentValues(arguments.clone());
@@ -206,8 +209,23 @@ public final class KernelArguments implements AutoCloseable {
         arguments[index] = value;
         recorded = null;
         recordedLaunch = null;
-        uses = null;
-        usesArray = null;
+    }
+
+    /**
+     * The grid and block of {@code config} as the runtime takes them, kept for the next launch with
+     * the same configuration, instead of a thread-local pair of native {@code dim3} looked up and
+     * written at every launch.
+     */
+    Libraries.LaunchDims dims(LaunchConfig config) {
+        LaunchShape last = shape;
+        if (last == null || last.config() != config) {
+            Dim3 grid = config.grid();
+            Dim3 block = config.block();
+            last = new LaunchShape(config,
+                    Libraries.LaunchDims.of(grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z()));
+            shape = last;
+        }
+        return last.dims();
     }
 
     /** {@return whether these arguments are open: false once {@link #close()} has been called} */
@@ -254,34 +272,12 @@ public final class KernelArguments implements AutoCloseable {
     /**
      * What a launch with these arguments needs alive: the kernel's library and every buffer among
      * them, each open now. The same list until the next {@link #set}, so that a capture that holds
-     * it for launch after launch knows it by identity ({@code HeldResources}); launches that race
-     * on it may each make one.
+     * it for launch after launch knows it by identity ({@code HeldResources}).
      */
     List<Lifetime> uses() {
-        List<Lifetime> current = uses;
-        Lifetime[] array = usesArray;
-        if (current == null || array == null) {
-            Lifetime[] all = new Lifetime[1 + arguments.length];
-            int count = 0;
-            all[count++] = kernel.library().lifetime();
-            for (Object argument : arguments) {
-                if (argument instanceof DeviceBuffer buffer) {
-                    all[count++] = buffer.lifetime();
-                }
-            }
-            array = Arrays.copyOf(all, count);
-            // Immutable already, so that a captured node's record keeps it without a copy.
-            current = List.of(array);
-            usesArray = array;
-            uses = current;
-        }
-        for (Lifetime lifetime : array) { // the list's iterator was a sixth of a capture's Java samples
-            lifetime.ensureOpen();
-        }
-        return current;
+        return recorded().uses(kernel);
     }
 
-    /** Frees the native argument block. Idempotent. */
     @Override
     public void close() {
         if (lifetime != null) {

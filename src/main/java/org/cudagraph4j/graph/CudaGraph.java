@@ -152,6 +152,7 @@ public final class CudaGraph extends GraphResource {
             held.hold(uses);
             try {
                 Graphs.KernelParams kernel = kernelParams(params, arguments);
+                kernelNodes.resolveBeforeGraphChanges();
                 useDevice();
                 node = Graphs.addKernelNode(handle(), handles(dependencies), kernel);
             } catch (RuntimeException e) {
@@ -195,7 +196,7 @@ public final class CudaGraph extends GraphResource {
         if (to.dependencies().contains(from)) {
             throw new IllegalArgumentException(to + " already depends on " + from);
         }
-        kernelNodes.resolveBeforeEdgesChange();
+        kernelNodes.resolveBeforeGraphChanges();
         Graphs.addProgrammaticDependency(handle(), from.handle(), to.handle());
         return new GraphEdge(from, to, true);
     }
@@ -419,6 +420,7 @@ public final class CudaGraph extends GraphResource {
         held.holdCounts(uses);
         MemorySegment node;
         try {
+            kernelNodes.resolveBeforeGraphChanges();
             useDevice();
             node = Graphs.addChildGraphNode(handle(), handles(dependencies), child.handle());
         } catch (RuntimeException e) {
@@ -842,6 +844,7 @@ public final class CudaGraph extends GraphResource {
         held.hold(uses);
         MemorySegment node;
         try {
+            kernelNodes.resolveBeforeGraphChanges();
             useDevice();
             node = add.get();
         } catch (RuntimeException e) {
@@ -888,6 +891,7 @@ public final class CudaGraph extends GraphResource {
             throw new IllegalArgumentException(condition + " was made for another graph: a conditional node takes a "
                     + "handle made by the graph that holds it");
         }
+        kernelNodes.resolveBeforeGraphChanges();
         useDevice();
         Graphs.ConditionalNode added = condition.addNode(graph, handles(dependencies), type, size);
         ConditionalNode node = new ConditionalNode(this, added.node(), type, condition,

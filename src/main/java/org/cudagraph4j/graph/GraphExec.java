@@ -166,7 +166,7 @@ public final class GraphExec extends GraphResource {
         try (KernelArguments arguments = CudaGraph.temporaryArguments(params)) {
             MemorySegment exec = handle();
             long address = node.handle().address();
-            List<Lifetime> uses = ROOT.uses(arguments);
+            List<Lifetime> uses = ROOT.uses(params);
             List<Lifetime> previous = usesOf(address);
             // New shapes or scalars keep the same buffers: nothing to hold or let go (the hash bookkeeping
             // took a fifth of an update's Java samples on the H200).

@@ -3,8 +3,10 @@ package org.cudagraph4j.graph;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.internal.Graphs;
@@ -63,10 +65,11 @@ final class KernelNodes {
     }
 
     /**
-     * Resolves the captured runs now, before the graph's edges change: the walk from each run's
-     * last node relies on the dependencies the capture made.
+     * Resolves the captured runs now, before a node or an edge is added: the walk from each run's
+     * last node relies on the dependencies the capture made, and a run's last node may be the
+     * graph's sink as the capture left it.
      */
-    void resolveBeforeEdgesChange() {
+    void resolveBeforeGraphChanges() {
         captured.index();
     }
 
@@ -127,15 +130,22 @@ final class KernelNodes {
         }
     }
 
-    /** A graph's dependencies, read in one call ({@code cudaGraphGetEdges}), and its nodes' types, read as walked. */
+    /**
+     * A graph's dependencies, read in one call ({@code cudaGraphGetEdges}), its nodes' types, read
+     * as walked, and its nodes ({@code cudaGraphGetNodes}), read only if a run needs the graph's sink.
+     */
     private static final class EdgeChain implements CaptureTracker.Chain {
+        private final MemorySegment graph;
         private final Map<Long, Long> onlyDependency = new HashMap<>();
+        private final Set<Long> dependedOn = new HashSet<>();
         private final Map<Long, Boolean> kernel = new HashMap<>();
 
         EdgeChain(MemorySegment graph) {
+            this.graph = graph;
             for (Graphs.Edge edge : Graphs.edges(graph)) {
                 onlyDependency.merge(edge.to().address(), edge.from().address(),
                         (first, second) -> CaptureTracker.UNKNOWN_NODE);
+                dependedOn.add(edge.from().address());
             }
         }
 
@@ -148,6 +158,20 @@ final class KernelNodes {
         public boolean isKernel(long node) {
             return kernel.computeIfAbsent(node, address ->
                     GraphNodeType.fromValue(Graphs.nodeType(MemorySegment.ofAddress(address))) == GraphNodeType.KERNEL);
+        }
+
+        @Override
+        public long onlySink() {
+            long sink = CaptureTracker.NO_NODE;
+            for (MemorySegment node : Graphs.nodes(graph)) {
+                if (!dependedOn.contains(node.address())) {
+                    if (sink != CaptureTracker.NO_NODE) {
+                        return CaptureTracker.UNKNOWN_NODE;
+                    }
+                    sink = node.address();
+                }
+            }
+            return sink;
         }
     }
 }

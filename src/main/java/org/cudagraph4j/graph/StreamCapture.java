@@ -200,8 +200,8 @@ public final class StreamCapture implements AutoCloseable {
             finishUnlessStillCapturing();
             throw e;
         }
-        finish();
-        HeldResources held = capture.handOver();
+        finished = true;
+        HeldResources held = capture.handOver(); // ends the capture too
         CudaGraph captured;
         try {
             captured = new CudaGraph(graph, stream.device().ordinal(), capture.runs(), held, capture.allocations());

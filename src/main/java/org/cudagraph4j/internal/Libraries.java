@@ -125,16 +125,22 @@ public final class Libraries {
     }
 
     /**
-     * Per-thread {@code dim3} pair for launches, so the hot path allocates nothing. An automatic
-     * arena lets the collector free it with its (possibly virtual) thread.
+     * A launch's grid and block as the two {@code dim3} that {@code cudaLaunchKernel} takes by value,
+     * in a heap segment: the downcall copies them into registers, so that a launch shape made once
+     * serves every launch from any thread, with no native memory, thread-local lookup or liveness
+     * check per launch.
+     *
+     * @param grid the {@code gridDim}, a slice of {@code dims}
+     * @param block the {@code blockDim}, a slice of {@code dims}
      */
-    private static final ThreadLocal<LaunchDims> DIMS = ThreadLocal.withInitial(() -> {
-        Arena arena = Arena.ofAuto();
-        return new LaunchDims(dim3.allocate(arena), dim3.allocate(arena));
-    });
-
-    /** The two {@code dim3} a launch passes by value. */
-    private record LaunchDims(MemorySegment grid, MemorySegment block) {}
+    public record LaunchDims(MemorySegment grid, MemorySegment block) {
+        /** The shape {@code (gridX, gridY, gridZ) x (blockX, blockY, blockZ)}. */
+        public static LaunchDims of(int gridX, int gridY, int gridZ, int blockX, int blockY, int blockZ) {
+            MemorySegment dims = MemorySegment.ofArray(new int[] {gridX, gridY, gridZ, blockX, blockY, blockZ});
+            long size = dim3.layout().byteSize();
+            return new LaunchDims(dims.asSlice(0, size), dims.asSlice(size, size));
+        }
+    }
 
     /**
      * Per-thread {@code cudaLaunchConfig_t} with one attribute, programmatic stream serialization,
@@ -178,12 +184,9 @@ public final class Libraries {
      *
      * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXECUTION.html">cudaLaunchKernel</a>
      */
-    public static void launch(MemorySegment function, int gridX, int gridY, int gridZ, int blockX, int blockY,
-            int blockZ, int sharedMemBytes, MemorySegment arguments, MemorySegment stream, String kernelName) {
-        LaunchDims dims = DIMS.get();
-        MemorySegment grid = set(dims.grid(), gridX, gridY, gridZ);
-        MemorySegment block = set(dims.block(), blockX, blockY, blockZ);
-        int status = cudaLaunchKernel(function, grid, block, arguments, sharedMemBytes, stream);
+    public static void launch(MemorySegment function, LaunchDims dims, int sharedMemBytes, MemorySegment arguments,
+            MemorySegment stream, String kernelName) {
+        int status = cudaLaunchKernel(function, dims.grid(), dims.block(), arguments, sharedMemBytes, stream);
         if (status != Status.SUCCESS) {
             throw Status.error(status, "cudaLaunchKernel", "kernel " + kernelName);
         }

@@ -162,8 +162,8 @@ class CapturedNodesGpuTest {
             try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                 write(0, stream);
                 // Another library's launch on the same stream, which this one never sees.
-                Libraries.launch(empty.handle(), 1, 1, 1, 1, 1, 1, 0, MemorySegment.NULL, stream.handle(),
-                        "empty_kernel");
+                Libraries.launch(empty.handle(), Libraries.LaunchDims.of(1, 1, 1, 1, 1, 1), 0, MemorySegment.NULL,
+                        stream.handle(), "empty_kernel");
                 write(1, stream);
                 event.record(stream);
                 stream.waitFor(event); // ends the run: what follows is a run of its own

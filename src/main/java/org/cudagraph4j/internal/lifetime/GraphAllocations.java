@@ -18,7 +18,8 @@ import java.util.Map;
  * <p>Thread safety: safe; the methods synchronize on the object.
  */
 public final class GraphAllocations {
-    private final Map<Long, Entry> byAddress = new LinkedHashMap<>();
+    /** Each allocation by address, in the order made; {@code null} until the first, as most graphs allocate nothing. */
+    private Map<Long, Entry> byAddress;
 
     private static final class Entry {
         final Lifetime view;
@@ -31,6 +32,9 @@ public final class GraphAllocations {
 
     /** Records an allocation at {@code address} whose buffer's lifetime is {@code view}. */
     public synchronized void allocated(long address, Lifetime view) {
+        if (byAddress == null) {
+            byAddress = new LinkedHashMap<>();
+        }
         byAddress.put(address, new Entry(view));
     }
 
@@ -40,7 +44,7 @@ public final class GraphAllocations {
      * @throws IllegalArgumentException if the graph did not allocate it, or already frees it
      */
     public synchronized void freed(long address, String buffer) {
-        Entry entry = byAddress.get(address);
+        Entry entry = byAddress == null ? null : byAddress.get(address);
         if (entry == null) {
             throw new IllegalArgumentException(buffer + " is not memory this graph allocates: a free node frees only"
                     + " the graph's own allocations");
@@ -59,12 +63,15 @@ public final class GraphAllocations {
 
     /** {@return whether the graph makes any allocation} */
     public synchronized boolean any() {
-        return !byAddress.isEmpty();
+        return byAddress != null;
     }
 
     /** {@return the allocations the graph makes and does not free, by their buffers' descriptions} */
     public synchronized List<String> unfreed() {
         List<String> unfreed = new ArrayList<>();
+        if (byAddress == null) {
+            return unfreed;
+        }
         for (Entry entry : byAddress.values()) {
             if (!entry.freed) {
                 unfreed.add(entry.view.toString());
@@ -75,6 +82,9 @@ public final class GraphAllocations {
 
     /** Closes every allocation's buffer: the graph that owned them is gone. Idempotent. */
     public synchronized void closeViews() {
+        if (byAddress == null) {
+            return;
+        }
         for (Entry entry : byAddress.values()) {
             entry.view.close();
         }

@@ -18,12 +18,16 @@ public final class LiveCounters {
 
     static void created(Kind kind, long byteSize) {
         COUNTS.incrementAndGet(kind.ordinal());
-        COUNTS.addAndGet(KINDS + kind.ordinal(), byteSize);
+        if (byteSize != 0) { // graphs, executables, streams and events have none: one atomic add less
+            COUNTS.addAndGet(KINDS + kind.ordinal(), byteSize);
+        }
     }
 
     static void freed(Kind kind, long byteSize) {
         COUNTS.decrementAndGet(kind.ordinal());
-        COUNTS.addAndGet(KINDS + kind.ordinal(), -byteSize);
+        if (byteSize != 0) {
+            COUNTS.addAndGet(KINDS + kind.ordinal(), -byteSize);
+        }
     }
 
     public static long count(Kind kind) {

@@ -6,8 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -135,6 +138,38 @@ class CaptureTrackerTest {
         assertEquals(List.of("launch 1", "launch 3"), resolved.stream().map(CaptureTracker.KernelNode::launch).toList());
     }
 
+    @Test
+    void aCaptureOfOneStreamEndsItsRunAtTheGraphsOnlySinkWithoutAsking() {
+        // memset 1 <- kernel 2 <- kernel 3 <- copy 4
+        Chain chain = new Chain(Map.of(2L, 1L, 3L, 2L, 4L, 3L), Set.of(2L, 3L));
+        CaptureTracker.Capture<String> capture = CaptureTracker.begin(stream, "capture A", String.class);
+        capture.recordKernelLaunch(stream, CaptureTracker.UNKNOWN_NODE, List.of(), "launch 1");
+        capture.recordKernelLaunch(stream, CaptureTracker.UNKNOWN_NODE, List.of(), "launch 2");
+        capture.endRuns(slotStream -> fail("a capture of one stream asks for no last node"));
+        CaptureTracker.end(capture);
+        CaptureTracker.Run<String> run = capture.runs().getFirst();
+        assertEquals(List.of(2L, 3L), nodes(run, chain));
+        Chain twoSinks = new Chain(Map.of(2L, 1L, 3L, 2L, 5L, 1L), Set.of(2L, 3L));
+        assertEquals(List.of(), nodes(run, twoSinks), "no single sink: the last node is not known");
+    }
+
+    @Test
+    void aCaptureThatAnotherStreamJoinedAsksEachStreamForItsLastNode() {
+        CaptureTracker.Capture<String> capture = CaptureTracker.begin(stream, "capture A", String.class);
+        CaptureTracker.join(forked, capture);
+        capture.recordKernelLaunch(forked, 10, List.of(), "launch 1");
+        capture.recordKernelLaunch(forked, 10, List.of(), "launch 2");
+        List<MemorySegment> asked = new ArrayList<>();
+        capture.endRuns(slotStream -> {
+            asked.add(slotStream);
+            return 11;
+        });
+        CaptureTracker.end(capture);
+        assertEquals(List.of(forked.stream()), asked, "only a stream with an open run is asked");
+        Chain chain = new Chain(Map.of(11L, 10L, 12L, 11L), Set.of(10L, 11L));
+        assertEquals(List.of(10L, 11L), nodes(capture.runs().getFirst(), chain));
+    }
+
     /** A run of {@code launches} that began the capture, ending at {@code last}. */
     private CaptureTracker.Run<String> runAtStart(int launches, long last) {
         CaptureTracker.Capture<String> capture = CaptureTracker.begin(stream, "capture A", String.class);
@@ -172,6 +207,16 @@ class CaptureTrackerTest {
         @Override
         public boolean isKernel(long node) {
             return kernels.contains(node);
+        }
+
+        @Override
+        public long onlySink() {
+            Set<Long> nodes = new HashSet<>(kernels);
+            nodes.addAll(dependency.keySet());
+            nodes.addAll(dependency.values());
+            nodes.removeAll(dependency.values());
+            return nodes.size() == 1 ? nodes.iterator().next()
+                    : nodes.isEmpty() ? CaptureTracker.NO_NODE : CaptureTracker.UNKNOWN_NODE;
         }
     }
 }
