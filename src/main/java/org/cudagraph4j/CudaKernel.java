@@ -261,7 +261,8 @@ public final class CudaKernel {
      * A captured launch keeps its library and buffers alive for the graph, and records what the
      * node launches, which the runtime cannot report for library kernels. The node itself is
      * learned from the graph later (see {@link CaptureTracker.Run}); only a launch that starts a
-     * run asks the runtime for its node now.
+     * run asks the runtime for its node now. The launch was just checked (its library and buffers
+     * are open), so its record is taken as the arguments keep it.
      */
     private void recordCapturedLaunch(CaptureTracker.Capture<?> capture, CaptureTracker.Slot slot,
             LaunchConfig config, KernelArguments arguments, MemorySegment stream) {
@@ -270,18 +271,8 @@ public final class CudaKernel {
             long node = Graphs.capturedNode(stream);
             firstNode = node == 0 ? CaptureTracker.UNKNOWN_NODE : node;
         }
-        KernelLaunch launch = null;
-        // A kernel node added through this library carries no cluster shape or cooperative launch:
-        // such a captured node keeps them in the graph, but is not recorded as one whose launch this
-        // library could save or re-create.
-        if (config.cluster() == null && !config.cooperative()) {
-            // Programmatic dependent launch is the graph's programmatic edge into the node, not the node's.
-            LaunchConfig shape = config.programmaticDependentLaunch()
-                    ? LaunchConfig.of(config.grid(), config.block(), config.sharedMemBytes())
-                    : config;
-            launch = arguments.recordedLaunch(shape);
-        }
-        capture.recordKernelLaunch(slot, firstNode, arguments.uses(), launch);
+        KernelArguments.CapturedLaunch record = arguments.capturedLaunch(config);
+        capture.recordKernelLaunch(slot, firstNode, record.uses(), record.launch());
     }
 
     /**

@@ -43,13 +43,19 @@ public final class KernelArguments implements AutoCloseable {
     private final Object[] arguments;
     /** {@link #arguments} as launches record them, made on first use after each {@link #set}. */
     private ArgumentValues recorded;
-    /** The last launch recorded with {@link #recorded}, which the next with the same configuration shares. */
-    private KernelLaunch recordedLaunch;
+    /** What a capture records of the last captured launch, which the next with the same configuration shares. */
+    private CapturedLaunch captured;
     /** The last launch's shape in the form the runtime takes it, made once per configuration. */
     private LaunchShape shape;
 
     /** A configuration and its grid and block as {@code cudaLaunchKernel} takes them; immutable, so a race is benign. */
     private record LaunchShape(LaunchConfig config, Libraries.LaunchDims dims) {}
+
+    /**
+     * A captured launch as its capture records it: the configuration it was made for, the launch
+     * its node records ({@code null} for one not recorded) and what it keeps alive.
+     */
+    record CapturedLaunch(LaunchConfig config, KernelLaunch launch, List<Lifetime> uses) {}
 
     /**
      * Native memory for one-use arguments, one block per thread, reused: allocating and freeing
@@ -177,18 +183,33 @@ public final class KernelArguments implements AutoCloseable {
     }
 
     /**
-     * A captured launch of these arguments with {@code config}, as the capture records it: the same
-     * record as the last one while the configuration and the arguments stay the same, so that a
-     * capture that repeats a launch does not make a record per node. Races make one each; any is right.
+     * What a capture records of a launch of these arguments with {@code config}: the same record
+     * while the configuration and the arguments stay the same, so that a capture that repeats a
+     * launch neither makes a record per node nor walks the launch's uses again. Races make one
+     * each; any is right.
      */
-    KernelLaunch recordedLaunch(LaunchConfig config) {
-        KernelLaunch last = recordedLaunch;
-        List<Object> values = recorded();
-        if (last == null || last.config() != config || last.arguments() != values) {
-            last = new KernelLaunch(kernel, config, values);
-            recordedLaunch = last;
+    CapturedLaunch capturedLaunch(LaunchConfig config) {
+        CapturedLaunch last = captured;
+        if (last == null || last.config() != config) {
+            last = new CapturedLaunch(config, recordable(config), uses());
+            captured = last;
         }
         return last;
+    }
+
+    /**
+     * The launch a captured kernel node records, or {@code null} for a cluster or cooperative launch:
+     * such a node keeps its shape in the graph, but is not one this library could save or re-create.
+     */
+    private KernelLaunch recordable(LaunchConfig config) {
+        if (config.cluster() != null || config.cooperative()) {
+            return null;
+        }
+        // Programmatic dependent launch is the graph's programmatic edge into the node, not the node's.
+        LaunchConfig shape = config.programmaticDependentLaunch()
+                ? LaunchConfig.of(config.grid(), config.block(), config.sharedMemBytes())
+                : config;
+        return new KernelLaunch(kernel, shape, recorded());
     }
 
     /**
@@ -208,7 +229,7 @@ public final class KernelArguments implements AutoCloseable {
         KernelArgumentCodec.write(slot(index), value);
         arguments[index] = value;
         recorded = null;
-        recordedLaunch = null;
+        captured = null;
     }
 
     /**
