@@ -130,8 +130,8 @@ public final class Libraries {
      * serves every launch from any thread, with no native memory, thread-local lookup or liveness
      * check per launch.
      *
-     * @param grid the {@code gridDim}, a slice of {@code dims}
-     * @param block the {@code blockDim}, a slice of {@code dims}
+     * @param grid the {@code gridDim}: the first three ints of one heap segment
+     * @param block the {@code blockDim}: the next three
      */
     public record LaunchDims(MemorySegment grid, MemorySegment block) {
         /** The shape {@code (gridX, gridY, gridZ) x (blockX, blockY, blockZ)}. */
