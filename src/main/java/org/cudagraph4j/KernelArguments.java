@@ -299,6 +299,7 @@ public final class KernelArguments implements AutoCloseable {
         return recorded().uses(kernel);
     }
 
+    /** Frees the native argument block; one-use arguments give their thread's reused block back. Idempotent. */
     @Override
     public void close() {
         if (lifetime != null) {
