@@ -2,7 +2,9 @@ package org.cudagraph4j;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import java.util.Objects;
 import org.cudagraph4j.error.CudaException;
+import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Streams;
 import org.cudagraph4j.internal.lifetime.CaptureTracker;
 import org.cudagraph4j.internal.lifetime.Lifetime;
@@ -41,11 +43,55 @@ public final class CudaEvent extends NativeResource {
     private final boolean timing;
     private volatile CaptureTracker.Capture<?> recordedIn;
 
+    private final boolean borrowed;
+
     CudaEvent(CudaDevice device, MemorySegment handle, int flags) {
-        super(new Lifetime(LiveCounters.Kind.EVENT, 0, "CudaEvent", handle, () -> Streams.destroyEvent(handle)));
+        this(device, handle, (flags & Option.DISABLE_TIMING.flag()) == 0, false);
+    }
+
+    private CudaEvent(CudaDevice device, MemorySegment handle, boolean timing, boolean borrowed) {
+        super(borrowed ? new Lifetime(LiveCounters.Kind.EVENT, 0, "borrowed CudaEvent", handle, () -> { })
+                : new Lifetime(LiveCounters.Kind.EVENT, 0, "CudaEvent", handle, () -> Streams.destroyEvent(handle)));
         this.device = device;
         this.handle = handle;
-        this.timing = (flags & Option.DISABLE_TIMING.flag()) == 0;
+        this.timing = timing;
+        this.borrowed = borrowed;
+    }
+
+    /**
+     * Wraps an event that another library created and owns ({@code cudaEvent_t}), to record, wait
+     * on and time through this library, and to join captures with, like an event of its own.
+     *
+     * <p>The library never destroys a borrowed event: {@link #close()} ends this wrapper's use and
+     * frees nothing. The lender must keep the event alive until the wrapper is closed and every
+     * graph that recorded or waited on it through the wrapper is closed. CUDA cannot say which device
+     * an event belongs to, so {@code device} is taken as given; recording the event on a stream of
+     * another device then fails with the runtime's error. Timing is allowed: an event created
+     * without timing makes {@link #elapsedMillisSince} fail with {@code cudaErrorInvalidResourceHandle}.
+     *
+     * @param device the device the event was created on
+     * @param handle the {@code cudaEvent_t}
+     * @return the wrapper, which the caller closes
+     * @throws IllegalArgumentException if {@code handle} is {@code NULL}
+     * @throws CudaException if the runtime refuses the handle ({@code cudaEventQuery})
+     */
+    public static CudaEvent borrow(CudaDevice device, MemorySegment handle) {
+        Objects.requireNonNull(device, "device");
+        Objects.requireNonNull(handle, "handle");
+        if (handle.equals(MemorySegment.NULL)) {
+            throw new IllegalArgumentException("NULL is no cudaEvent_t: borrow an event another library created");
+        }
+        Devices.use(device.ordinal());
+        Streams.isComplete(handle); // a handle the runtime refuses fails here, named
+        return new CudaEvent(device, handle, true, true);
+    }
+
+    /**
+     * {@return whether this wraps an event another library owns ({@link #borrow}), which closing
+     * does not destroy}
+     */
+    public boolean isBorrowed() {
+        return borrowed;
     }
 
     /** {@return the device this event was created on} */

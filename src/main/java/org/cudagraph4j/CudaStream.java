@@ -27,25 +27,75 @@ public final class CudaStream extends NativeResource {
     private final CudaDevice device;
     private final MemorySegment handle;
     private final int priority;
+    private final boolean borrowed;
     /** The capture this stream takes part in, which every launch on it reads. */
     private final CaptureTracker.Slot captureSlot;
 
     CudaStream(CudaDevice device, MemorySegment handle, int priority) {
+        this(device, handle, priority, false, CaptureTracker.ownSlot(handle));
+    }
+
+    private CudaStream(CudaDevice device, MemorySegment handle, int priority, boolean borrowed,
+            CaptureTracker.Slot captureSlot) {
         super(new Lifetime(LiveCounters.Kind.STREAM, 0,
-                Lifetime.named("CudaStream", handle) + " on device " + device.ordinal(), destroy(device.ordinal(), handle)));
+                Lifetime.named(borrowed ? "borrowed CudaStream" : "CudaStream", handle) + " on device "
+                        + device.ordinal(),
+                borrowed ? () -> HostFunctions.forget(handle) : destroy(device.ordinal(), handle, captureSlot)));
         this.device = device;
         this.handle = handle;
         this.priority = priority;
-        this.captureSlot = new CaptureTracker.Slot(handle);
+        this.borrowed = borrowed;
+        this.captureSlot = captureSlot;
+    }
+
+    /**
+     * Wraps a stream that another library created and owns: PyTorch's {@code ExternalStream}, the
+     * {@code user_compute_stream} of ONNX Runtime's CUDA provider, a {@code cudaStream_t} from
+     * JavaCPP's presets or from your own FFM calls. The wrapper takes part in everything a stream of
+     * this library does (copies, kernel launches, events, {@link org.cudagraph4j.graph.StreamCapture},
+     * graph launches, the serving engine's lanes), and work the other library queues on the same
+     * handle is ordered with it, as CUDA orders one stream's work.
+     *
+     * <p>The library never destroys a borrowed stream: {@link #close()} ends this wrapper's use and
+     * frees nothing. The lender must keep the stream alive until the wrapper is closed and the work
+     * queued through it has completed; the library cannot tell a destroyed or made-up handle from a
+     * live one, and CUDA's behaviour on one is undefined. Several wrappers of one handle share what
+     * the library knows of it, such as the capture it takes part in.
+     *
+     * @param device the device the stream belongs to, which is checked ({@code cudaStreamGetDevice})
+     * @param handle the {@code cudaStream_t}; {@link MemorySegment#NULL} is the legacy default stream
+     * @return the wrapper, which the caller closes
+     * @throws IllegalArgumentException if the stream belongs to another device than {@code device}
+     * @throws CudaException if the runtime refuses the handle, e.g. {@code cudaErrorInvalidResourceHandle}
+     */
+    public static CudaStream borrow(CudaDevice device, MemorySegment handle) {
+        Objects.requireNonNull(device, "device");
+        Objects.requireNonNull(handle, "handle");
+        Devices.use(device.ordinal());
+        int actual = Streams.device(handle);
+        if (actual != device.ordinal()) {
+            throw new IllegalArgumentException(Lifetime.named("stream", handle) + " belongs to device " + actual
+                    + ", not " + device + ": borrow it on device " + actual);
+        }
+        return new CudaStream(device, handle, Streams.priority(handle), true, CaptureTracker.sharedSlot(handle));
     }
 
     /** Frees the native stream; reaches no stream object, or the cleaner could never run. */
-    private static Runnable destroy(int ordinal, MemorySegment handle) {
+    private static Runnable destroy(int ordinal, MemorySegment handle, CaptureTracker.Slot captureSlot) {
         return () -> {
             Devices.use(ordinal); // the cleaner's thread may have another device current
             Streams.destroy(handle);
+            CaptureTracker.retire(captureSlot);
             HostFunctions.forget(handle);
         };
+    }
+
+    /**
+     * {@return whether this wraps a stream another library owns ({@link #borrow}), which closing
+     * does not destroy}
+     */
+    public boolean isBorrowed() {
+        return borrowed;
     }
 
     /** {@return the device this stream was created on} */
@@ -54,8 +104,8 @@ public final class CudaStream extends NativeResource {
     }
 
     /**
-     * {@return the priority asked for at creation; lower is more urgent} The runtime may have clamped it
-     * into {@link CudaDevice#streamPriorityRange()}.
+     * {@return the priority asked for at creation, or for a borrowed stream the one it has; lower is
+     * more urgent} The runtime may have clamped it into {@link CudaDevice#streamPriorityRange()}.
      */
     public int priority() {
         return priority;
@@ -221,7 +271,8 @@ public final class CudaStream extends NativeResource {
     }
 
     /**
-     * Destroys the stream. Work already queued still completes; the runtime frees the stream
+     * Destroys the stream, or for a {@linkplain #borrow borrowed} one ends this wrapper's use and
+     * destroys nothing. Work already queued still completes; the runtime frees the stream
      * afterwards. Idempotent.
      *
      * @throws IllegalStateException if the stream takes part in a capture that has not ended: end or

@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Objects;
 import org.cudagraph4j.internal.Devices;
+import org.cudagraph4j.internal.Driver;
 import org.cudagraph4j.internal.Memory;
 import org.cudagraph4j.internal.MemoryPools;
 import org.cudagraph4j.internal.lifetime.CaptureTracker;
@@ -13,8 +14,8 @@ import org.cudagraph4j.internal.lifetime.Lifetime;
 import org.cudagraph4j.internal.lifetime.LiveCounters;
 
 /**
- * A typed array in device memory: an allocation from {@link CudaDevice#allocate}, or a
- * {@link #slice} of one.
+ * A typed array in device memory: an allocation from {@link CudaDevice#allocate}, memory another
+ * library owns ({@link #borrow}), or a {@link #slice} of either.
  *
  * <p>Copies to and from Java arrays and heap segments go through a bounded native staging buffer;
  * copies to and from native segments go straight to the runtime. Synchronous copies and
@@ -58,9 +59,18 @@ public final class DeviceBuffer implements AutoCloseable {
     private final GraphAllocations graphOwner;
     /** The capturing stream a captured graph allocation was made on, where its close() adds the free node. */
     private final CudaStream capturedOn;
+    /** Whether another library owns the memory ({@link #borrow}). */
+    private final boolean borrowed;
 
     private DeviceBuffer(CudaDevice device, DeviceBuffer allocation, long address, ElementType type, long length,
             Lifetime lifetime, StreamOrder order, GraphAllocations graphOwner, CudaStream capturedOn) {
+        this(device, allocation, address, type, length, lifetime, order, graphOwner, capturedOn, false);
+    }
+
+    private DeviceBuffer(CudaDevice device, DeviceBuffer allocation, long address, ElementType type, long length,
+            Lifetime lifetime, StreamOrder order, GraphAllocations graphOwner, CudaStream capturedOn,
+            boolean borrowed) {
+        this.borrowed = borrowed;
         this.device = device;
         this.allocation = allocation == null ? this : allocation;
         this.address = address;
@@ -106,6 +116,90 @@ public final class DeviceBuffer implements AutoCloseable {
                 device.ordinal(), graph), () -> { });
         owner.allocated(address, lifetime);
         return new DeviceBuffer(device, null, address, type, length, lifetime, null, owner, capturedOn);
+    }
+
+    /**
+     * Wraps device memory that another library allocated and owns (PyTorch's caching allocator,
+     * ONNX Runtime's arena, a {@code cudaMalloc} through JavaCPP or your own FFM calls) as a typed
+     * buffer: copies, memsets, slices, kernel arguments, captures and graph nodes take it like
+     * memory of this library's own.
+     *
+     * <p>The library never frees borrowed memory: {@link #close()} ends this wrapper's use, and the
+     * wrapper, its slices and new uses of it are refused from then on. A graph or an executable
+     * that uses the buffer keeps the wrapper's lifetime, as for any buffer, but cannot keep the
+     * lender's memory: the lender must keep it allocated until every graph and executable using it
+     * is closed and their launches have completed. Memory freed before then is freed under them,
+     * and what a launch then reads or writes is undefined, as in CUDA; the library cannot see a
+     * free it did not make.
+     *
+     * <p>The address is checked before the wrapper is made: it must be device (or managed) memory
+     * of {@code device} ({@code cudaPointerGetAttributes}), aligned to the element size, with
+     * {@code length} elements inside its allocation ({@code cuMemGetAddressRange}, through the
+     * driver's entry point; where the driver cannot tell an allocation's bounds, as for some
+     * virtual-memory mappings, the view's last byte must be device memory of that device too).
+     *
+     * @param device the device the memory belongs to
+     * @param address the device address of the first element
+     * @param type the element type, which fixes the size of an element and the arrays it copies
+     * @param length the number of elements; at least 1
+     * @return the wrapper, which the caller closes; closing frees nothing
+     * @throws IllegalArgumentException if the address is 0, misaligned, host memory, memory of
+     *     another device, or the allocation holds fewer than {@code length} elements from it
+     */
+    public static DeviceBuffer borrow(CudaDevice device, long address, ElementType type, long length) {
+        Objects.requireNonNull(device, "device");
+        Objects.requireNonNull(type, "type");
+        if (length < 1) {
+            throw new IllegalArgumentException("a borrowed buffer needs at least one element, got " + length);
+        }
+        if (length > Long.MAX_VALUE / type.byteSize()) {
+            throw new IllegalArgumentException(length + " elements of " + type + " exceed Long.MAX_VALUE bytes");
+        }
+        long byteSize = length * type.byteSize();
+        String view = String.format("0x%X (%d x %s, %d bytes)", address, length, type, byteSize);
+        if (address == 0) {
+            throw new IllegalArgumentException("cannot borrow address 0: it is no device memory");
+        }
+        if (address % type.byteSize() != 0) {
+            throw new IllegalArgumentException(view + " is not aligned to the " + type.byteSize() + "-byte elements");
+        }
+        Devices.use(device.ordinal());
+        requireDeviceMemory(device, address, view);
+        Driver.AddressRange range = Driver.addressRange(address);
+        if (range != null) {
+            if (range.bytesFrom(address) < byteSize) {
+                throw new IllegalArgumentException(String.format("%s does not fit its allocation: the allocation at "
+                        + "0x%X holds %d bytes, %d of them from 0x%X", view, range.base(), range.byteSize(),
+                        range.bytesFrom(address), address));
+            }
+        } else {
+            requireDeviceMemory(device, address + byteSize - 1, view + " ends at 0x"
+                    + Long.toHexString(address + byteSize - 1) + ", which");
+        }
+        Lifetime lifetime = new Lifetime(LiveCounters.Kind.DEVICE_BUFFER, 0, String.format(
+                "borrowed DeviceBuffer 0x%X (%d x %s) on device %d", address, length, type, device.ordinal()), () -> { });
+        DeviceBuffer buffer = new DeviceBuffer(device, null, address, type, length, lifetime, null, null, null, true);
+        lifetime.watch(buffer);
+        return buffer;
+    }
+
+    private static void requireDeviceMemory(CudaDevice device, long address, String what) {
+        Memory.Kind kind = Memory.kindOf(address);
+        if (kind.type() != Memory.DEVICE && kind.type() != Memory.MANAGED) {
+            throw new IllegalArgumentException(what + " is " + (kind.type() == Memory.HOST ? "pinned host memory"
+                    : "not memory CUDA knows (unregistered host memory, or nothing)") + ", not device memory");
+        }
+        if (kind.type() == Memory.DEVICE && kind.device() != device.ordinal()) {
+            throw new IllegalArgumentException(what + " is memory of device " + kind.device() + ", not of " + device);
+        }
+    }
+
+    /**
+     * {@return whether another library owns this buffer's memory ({@link #borrow}), which closing does
+     * not free}
+     */
+    public boolean isBorrowed() {
+        return allocation.borrowed;
     }
 
     /** {@return the device the memory is on} */

@@ -24,7 +24,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Dependencies between the library's packages point one way, down these levels:
- * {@code {cudart, nvrtc, error, internal.image, internal.lifetime} ← internal ← root ← compile ←
+ * {@code {cudart, nvrtc, driver, error, internal.image, internal.lifetime} ← internal ← root ← compile ←
  * graph ← kernels ← serving}. A package may use its own classes and those of any package on a lower
  * level, never one on its own level or above; the bottom level's packages therefore use no other
  * package of the library, and with levels in a total order no cycle is possible. The same check by
@@ -43,7 +43,7 @@ class PackageLayeringTest {
      * holds the generated bindings and the pure Java models, which use nothing of the library.
      */
     static final List<List<String>> LAYERS = List.of(
-            List.of("org.cudagraph4j.cudart", "org.cudagraph4j.nvrtc", "org.cudagraph4j.error",
+            List.of("org.cudagraph4j.cudart", "org.cudagraph4j.nvrtc", "org.cudagraph4j.driver", "org.cudagraph4j.error",
                     "org.cudagraph4j.internal.image", "org.cudagraph4j.internal.lifetime"),
             List.of("org.cudagraph4j.internal"), List.of("org.cudagraph4j"), List.of("org.cudagraph4j.compile"),
             List.of("org.cudagraph4j.graph"), List.of("org.cudagraph4j.kernels"), List.of("org.cudagraph4j.serving"));

@@ -1302,6 +1302,42 @@ public class cudart_h extends cudart_h$shared {
     public static int cudaErrorApiFailureBase() {
         return cudaErrorApiFailureBase;
     }
+    private static final int cudaMemoryTypeUnregistered = (int)0L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaMemoryType.cudaMemoryTypeUnregistered = 0
+     * }
+     */
+    public static int cudaMemoryTypeUnregistered() {
+        return cudaMemoryTypeUnregistered;
+    }
+    private static final int cudaMemoryTypeHost = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaMemoryType.cudaMemoryTypeHost = 1
+     * }
+     */
+    public static int cudaMemoryTypeHost() {
+        return cudaMemoryTypeHost;
+    }
+    private static final int cudaMemoryTypeDevice = (int)2L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaMemoryType.cudaMemoryTypeDevice = 2
+     * }
+     */
+    public static int cudaMemoryTypeDevice() {
+        return cudaMemoryTypeDevice;
+    }
+    private static final int cudaMemoryTypeManaged = (int)3L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaMemoryType.cudaMemoryTypeManaged = 3
+     * }
+     */
+    public static int cudaMemoryTypeManaged() {
+        return cudaMemoryTypeManaged;
+    }
     private static final int cudaMemcpyHostToHost = (int)0L;
     /**
      * {@snippet lang=c :
@@ -2006,6 +2042,24 @@ public class cudart_h extends cudart_h$shared {
      */
     public static int cudaGraphInstantiateConditionalHandleUnused() {
         return cudaGraphInstantiateConditionalHandleUnused;
+    }
+    private static final int cudaEnableDefault = (int)0L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaGetDriverEntryPointFlags.cudaEnableDefault = 0
+     * }
+     */
+    public static int cudaEnableDefault() {
+        return cudaEnableDefault;
+    }
+    private static final int cudaDriverEntryPointSuccess = (int)0L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaDriverEntryPointQueryResult.cudaDriverEntryPointSuccess = 0
+     * }
+     */
+    public static int cudaDriverEntryPointSuccess() {
+        return cudaDriverEntryPointSuccess;
     }
     private static final int cudaGraphDebugDotFlagsVerbose = (int)1L;
     /**
@@ -2960,6 +3014,67 @@ public class cudart_h extends cudart_h$shared {
         }
     }
 
+    private static class cudaStreamGetPriority {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaStreamGetPriority").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaStreamGetPriority"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority)
+     * }
+     */
+    public static FunctionDescriptor cudaStreamGetPriority$descriptor() {
+        return cudaStreamGetPriority.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority)
+     * }
+     */
+    public static MethodHandle cudaStreamGetPriority$handle() {
+        return cudaStreamGetPriority.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority)
+     * }
+     */
+    public static MemorySegment cudaStreamGetPriority$address() {
+        return cudaStreamGetPriority.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority)
+     * }
+     */
+    public static int cudaStreamGetPriority(MemorySegment hStream, MemorySegment priority) {
+        var mh$ = cudaStreamGetPriority.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaStreamGetPriority", hStream, priority);
+            }
+            return (int)mh$.invokeExact(hStream, priority);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static class cudaStreamGetId {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
             cudart_h.C_INT,
@@ -3014,6 +3129,67 @@ public class cudart_h extends cudart_h$shared {
                 traceDowncall("cudaStreamGetId", hStream, streamId);
             }
             return (int)mh$.invokeExact(hStream, streamId);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaStreamGetDevice {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaStreamGetDevice").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaStreamGetDevice"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int *device)
+     * }
+     */
+    public static FunctionDescriptor cudaStreamGetDevice$descriptor() {
+        return cudaStreamGetDevice.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int *device)
+     * }
+     */
+    public static MethodHandle cudaStreamGetDevice$handle() {
+        return cudaStreamGetDevice.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int *device)
+     * }
+     */
+    public static MemorySegment cudaStreamGetDevice$address() {
+        return cudaStreamGetDevice.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int *device)
+     * }
+     */
+    public static int cudaStreamGetDevice(MemorySegment hStream, MemorySegment device) {
+        var mh$ = cudaStreamGetDevice.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaStreamGetDevice", hStream, device);
+            }
+            return (int)mh$.invokeExact(hStream, device);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {
@@ -5663,6 +5839,67 @@ public class cudart_h extends cudart_h$shared {
                 traceDowncall("cudaMallocFromPoolAsync", ptr, size, memPool, stream);
             }
             return (int)mh$.invokeExact(ptr, size, memPool, stream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaPointerGetAttributes {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaPointerGetAttributes").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaPointerGetAttributes"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, const void *ptr)
+     * }
+     */
+    public static FunctionDescriptor cudaPointerGetAttributes$descriptor() {
+        return cudaPointerGetAttributes.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, const void *ptr)
+     * }
+     */
+    public static MethodHandle cudaPointerGetAttributes$handle() {
+        return cudaPointerGetAttributes.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, const void *ptr)
+     * }
+     */
+    public static MemorySegment cudaPointerGetAttributes$address() {
+        return cudaPointerGetAttributes.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, const void *ptr)
+     * }
+     */
+    public static int cudaPointerGetAttributes(MemorySegment attributes, MemorySegment ptr) {
+        var mh$ = cudaPointerGetAttributes.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaPointerGetAttributes", attributes, ptr);
+            }
+            return (int)mh$.invokeExact(attributes, ptr);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {
@@ -8519,6 +8756,70 @@ public class cudart_h extends cudart_h$shared {
                 traceDowncall("cudaGraphConditionalHandleCreate", pHandle_out, graph, defaultLaunchValue, flags);
             }
             return (int)mh$.invokeExact(pHandle_out, graph, defaultLaunchValue, flags);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaGetDriverEntryPointByVersion {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER,
+            cudart_h.C_INT,
+            cudart_h.C_LONG_LONG,
+            cudart_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaGetDriverEntryPointByVersion").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaGetDriverEntryPointByVersion"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus)
+     * }
+     */
+    public static FunctionDescriptor cudaGetDriverEntryPointByVersion$descriptor() {
+        return cudaGetDriverEntryPointByVersion.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus)
+     * }
+     */
+    public static MethodHandle cudaGetDriverEntryPointByVersion$handle() {
+        return cudaGetDriverEntryPointByVersion.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus)
+     * }
+     */
+    public static MemorySegment cudaGetDriverEntryPointByVersion$address() {
+        return cudaGetDriverEntryPointByVersion.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus)
+     * }
+     */
+    public static int cudaGetDriverEntryPointByVersion(MemorySegment symbol, MemorySegment funcPtr, int cudaVersion, long flags, MemorySegment driverStatus) {
+        var mh$ = cudaGetDriverEntryPointByVersion.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaGetDriverEntryPointByVersion", symbol, funcPtr, cudaVersion, flags, driverStatus);
+            }
+            return (int)mh$.invokeExact(symbol, funcPtr, cudaVersion, flags, driverStatus);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {

@@ -102,7 +102,7 @@ public final class CudaGraph extends GraphResource {
         this.allocations = allocations;
         this.bodies = bodies;
         this.body = bodyDescription != null;
-        this.kernelNodes = KernelNodes.captured(captured, handle, lifetime());
+        this.kernelNodes = KernelNodes.captured(captured, handle, device, lifetime());
     }
 
     /**

@@ -2,6 +2,7 @@ package org.cudagraph4j.graph;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.locks.ReentrantLock;
@@ -162,6 +163,7 @@ public final class GraphExec extends GraphResource {
             throw new IllegalArgumentException(node + " is not a node of the graph this executable was made from");
         }
         node.requireType(GraphNodeType.KERNEL);
+        requireKnownKernel(node, params);
         lock.lock();
         try (KernelArguments arguments = CudaGraph.temporaryArguments(params)) {
             MemorySegment exec = handle();
@@ -192,6 +194,23 @@ public final class GraphExec extends GraphResource {
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * Refuses a node whose launch the library does not know unless the driver says it launches the
+     * same kernel: its arguments may be another library's, whose buffers and lifetimes nothing here
+     * tracks, and CUDA would let the update replace them with anything.
+     */
+    private void requireKnownKernel(GraphNode node, KernelLaunch params) {
+        if (node.kernelParams().isPresent()
+                || KernelNodes.launchesKernel(node.handle().address(), params.kernel(), template.device().ordinal(),
+                        new HashMap<>())) {
+            return;
+        }
+        throw new IllegalArgumentException("updateKernelNode cannot update node " + node.id() + " ("
+                + node.kernelInfo().name() + "): it was not launched through cudagraph4j, so its parameters are "
+                + "not known, and " + params.kernel().name() + " is not its kernel; capture the work again and "
+                + "update the whole executable with update(CudaGraph)");
     }
 
     /**

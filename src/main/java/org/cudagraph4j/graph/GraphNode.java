@@ -6,6 +6,8 @@ import java.util.Optional;
 import org.cudagraph4j.Dim3;
 import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.LaunchConfig;
+import org.cudagraph4j.error.CudaException;
+import org.cudagraph4j.internal.Driver;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.Libraries;
 import org.cudagraph4j.internal.lifetime.Lifetime;
@@ -96,22 +98,49 @@ public final class GraphNode {
 
     /**
      * The kernel, launch shape and function handle of a kernel node: as the library recorded them
-     * for nodes it added or captured, else as the runtime reports them.
+     * for nodes it added or captured, else as the driver reports them, which it does for any
+     * kernel, also one that another library (cuBLAS, cuBLASLt, TensorRT) loaded through the driver
+     * and queued on a capturing stream. The runtime cannot name such kernels
+     * ({@code cudaGraphKernelNodeGetParams} answers {@code cudaErrorInvalidDeviceFunction}); the
+     * driver's entry points come through {@code cudaGetDriverEntryPointByVersion}, so the library
+     * still does not link against {@code libcuda}.
      *
      * @return the kernel's names, launch shape and function handle
-     * @throws IllegalStateException if this is not a kernel node
+     * @throws IllegalStateException if this is not a kernel node, or neither the driver nor the
+     *     runtime can read it (the message says why)
      */
     public KernelNodeInfo kernelInfo() {
         requireType(GraphNodeType.KERNEL);
         if (kernelParams != null) {
-            // Library kernels: the runtime cannot report their parameters
-            // (cudaGraphKernelNodeGetParams answers cudaErrorInvalidDeviceFunction).
             String name = kernelParams.kernel().name();
             LaunchConfig config = kernelParams.config();
             return new KernelNodeInfo(Demangler.demangle(name), name, config.grid(), config.block(),
                     config.sharedMemBytes(), kernelParams.kernel().handle().address());
         }
-        Graphs.KernelParams params = Graphs.kernelNodeParams(handle());
+        MemorySegment node = handle();
+        Driver.KernelNode params = Driver.kernelNode(node);
+        if (params == null) {
+            return runtimeKernelInfo(node);
+        }
+        long function = params.function() != 0 ? params.function() : params.kernel();
+        String mangled = Driver.kernelName(params);
+        if (mangled == null) {
+            mangled = String.format("function 0x%X", function); // the driver gave the shape, not the name
+        }
+        return new KernelNodeInfo(Demangler.demangle(mangled), mangled,
+                new Dim3(params.gridX(), params.gridY(), params.gridZ()),
+                new Dim3(params.blockX(), params.blockY(), params.blockZ()), params.sharedMemBytes(), function);
+    }
+
+    /** A driver without {@code cuGraphKernelNodeGetParams}: the runtime reads the kernels it registered itself. */
+    private KernelNodeInfo runtimeKernelInfo(MemorySegment node) {
+        Graphs.KernelParams params;
+        try {
+            params = Graphs.kernelNodeParams(node);
+        } catch (CudaException unreadable) {
+            throw new IllegalStateException("kernel node " + id() + " cannot be read: the driver gives no "
+                    + "cuGraphKernelNodeGetParams, and " + unreadable.getMessage(), unreadable);
+        }
         String mangled = Libraries.name(params.function());
         return new KernelNodeInfo(Demangler.demangle(mangled), mangled,
                 new Dim3(params.gridX(), params.gridY(), params.gridZ()),
@@ -121,7 +150,8 @@ public final class GraphNode {
 
     /**
      * What this kernel node launches, for nodes added with {@link CudaGraph#addKernel} or captured
-     * from a launch through this library; empty for other nodes.
+     * from a launch through this library; empty for other nodes, such as the kernels another
+     * library queued on a capturing stream, whose arguments the library does not know.
      *
      * @return the recorded launch, or empty
      */

@@ -8,7 +8,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import org.cudagraph4j.CudaKernel;
 import org.cudagraph4j.KernelLaunch;
+import org.cudagraph4j.internal.Devices;
+import org.cudagraph4j.internal.Driver;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.lifetime.CaptureTracker;
 import org.cudagraph4j.internal.lifetime.Lifetime;
@@ -38,9 +41,9 @@ final class KernelNodes {
      *
      * @param graphLifetime held while the runs are resolved: a closed graph resolves none
      */
-    static KernelNodes captured(List<CaptureTracker.Run<KernelLaunch>> runs, MemorySegment graph,
+    static KernelNodes captured(List<CaptureTracker.Run<KernelLaunch>> runs, MemorySegment graph, int device,
             Lifetime graphLifetime) {
-        return new KernelNodes(new Captured(runs, graph, graphLifetime), new ConcurrentHashMap<>());
+        return new KernelNodes(new Captured(runs, graph, device, graphLifetime), new ConcurrentHashMap<>());
     }
 
     /** Records a node added to the graph. */
@@ -77,12 +80,14 @@ final class KernelNodes {
     private static final class Captured {
         private final List<CaptureTracker.Run<KernelLaunch>> runs;
         private final MemorySegment graph;
+        private final int device;
         private final Lifetime graphLifetime;
         private volatile NodeIndex<Entry> index;
 
-        Captured(List<CaptureTracker.Run<KernelLaunch>> runs, MemorySegment graph, Lifetime graphLifetime) {
+        Captured(List<CaptureTracker.Run<KernelLaunch>> runs, MemorySegment graph, int device, Lifetime graphLifetime) {
             this.runs = runs;
             this.graph = graph;
+            this.device = device;
             this.graphLifetime = graphLifetime;
             if (runs.isEmpty()) {
                 index = NodeIndex.empty();
@@ -115,9 +120,10 @@ final class KernelNodes {
             }
             try {
                 EdgeChain chain = new EdgeChain(graph);
+                LaunchMatcher matcher = new LaunchMatcher(device);
                 List<CaptureTracker.KernelNode<KernelLaunch>> nodes = new ArrayList<>();
                 for (CaptureTracker.Run<KernelLaunch> run : runs) {
-                    nodes.addAll(run.resolve(chain));
+                    nodes.addAll(run.resolve(chain, matcher));
                 }
                 NodeIndex<Entry> resolved = new NodeIndex<>(nodes.size());
                 for (CaptureTracker.KernelNode<KernelLaunch> node : nodes) {
@@ -128,6 +134,54 @@ final class KernelNodes {
                 graphLifetime.release();
             }
         }
+    }
+
+    /**
+     * Whether a kernel node launches a recorded launch's kernel, as the driver reports the node
+     * ({@code cuGraphKernelNodeGetParams}): asked only for runs that other libraries' kernels
+     * interleave, whose plain walk failed. A launch through {@code cudaKernel_t} becomes a node of
+     * that kernel's function in the device's context ({@code cuKernelGetFunction}), or of the kernel
+     * itself.
+     */
+    private static final class LaunchMatcher implements CaptureTracker.LaunchMatcher<KernelLaunch> {
+        private final int device;
+        private final Map<Long, Long> functions = new HashMap<>();
+
+        LaunchMatcher(int device) {
+            this.device = device;
+        }
+
+        @Override
+        public boolean launches(long node, KernelLaunch launch) {
+            return launchesKernel(node, launch.kernel(), device, functions);
+        }
+    }
+
+    /**
+     * Whether kernel node {@code node} launches {@code kernel}, as the driver reports the node;
+     * false where the driver cannot tell.
+     *
+     * @param functions each kernel's function in the device's context, by kernel address, filled as asked
+     */
+    static boolean launchesKernel(long node, CudaKernel kernel, int device, Map<Long, Long> functions) {
+        Driver.KernelNode params = Driver.kernelNode(MemorySegment.ofAddress(node));
+        if (params == null) {
+            return false;
+        }
+        MemorySegment handle;
+        try {
+            handle = kernel.handle();
+        } catch (IllegalStateException libraryClosed) {
+            return false; // a graph may keep the module loaded, but the handle is no longer handed out
+        }
+        if (params.kernel() == handle.address() || params.function() == handle.address()) {
+            return true;
+        }
+        long function = functions.computeIfAbsent(handle.address(), address -> {
+            Devices.use(device); // a function belongs to the context it was asked in
+            return Driver.functionOf(handle);
+        });
+        return function != 0 && params.function() == function;
     }
 
     /**

@@ -40,7 +40,14 @@ final class SnapshotReader {
         MemorySegment raw = node.rawHandle();
         switch (node.type()) {
             case KERNEL -> {
-                KernelNodeInfo info = node.kernelInfo();
+                KernelNodeInfo info;
+                try {
+                    info = node.kernelInfo();
+                } catch (IllegalStateException unreadable) { // neither the driver nor the runtime can read it
+                    fields.add(new GraphSnapshot.Field("Kernel", "(not readable)"));
+                    fields.add(handleField("Node handle", raw.address()));
+                    return fields;
+                }
                 fields.add(new GraphSnapshot.Field("Kernel", info.name()));
                 fields.add(new GraphSnapshot.Field("", info.shape()));
                 fields.add(handleField("Node handle", raw.address()));

@@ -2,7 +2,9 @@ package org.cudagraph4j.internal;
 
 import static org.cudagraph4j.cudart.cudart_h.*;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import org.cudagraph4j.cudart.cudaPointerAttributes;
 
 /**
  * Device and pinned host allocations, copies and memsets. Device pointers travel as {@code long}
@@ -97,5 +99,30 @@ public final class Memory {
     public static void setAsync(long devicePointer, int byteValue, long byteSize, MemorySegment stream) {
         Status.check(cudaMemsetAsync(MemorySegment.ofAddress(devicePointer), byteValue, byteSize, stream),
                 "cudaMemsetAsync");
+    }
+
+    /** What kind of memory an address is: one of {@link #HOST}, {@link #DEVICE}, {@link #MANAGED} or 0 (unregistered host memory). */
+    public record Kind(int type, int device) {}
+
+    /** {@code cudaMemoryTypeHost}: page-locked host memory. */
+    public static final int HOST = cudaMemoryTypeHost();
+    /** {@code cudaMemoryTypeDevice}. */
+    public static final int DEVICE = cudaMemoryTypeDevice();
+    /** {@code cudaMemoryTypeManaged}. */
+    public static final int MANAGED = cudaMemoryTypeManaged();
+
+    /**
+     * What kind of memory {@code address} is, and the device it belongs to.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__UNIFIED.html">cudaPointerGetAttributes</a>
+     */
+    public static Kind kindOf(long address) {
+        CudartLoader.ensureLoaded(); // an entry point: borrowing pinned memory names no device first
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment attributes = cudaPointerAttributes.allocate(arena);
+            Status.check(cudaPointerGetAttributes(attributes, MemorySegment.ofAddress(address)),
+                    "cudaPointerGetAttributes");
+            return new Kind(cudaPointerAttributes.type(attributes), cudaPointerAttributes.device(attributes));
+        }
     }
 }

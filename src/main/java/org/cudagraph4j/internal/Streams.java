@@ -75,6 +75,24 @@ public final class Streams {
     }
 
     /**
+     * The device {@code stream} belongs to, for a stream another library made.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html">cudaStreamGetDevice</a>
+     */
+    public static int device(MemorySegment stream) {
+        return Out.intValue("cudaStreamGetDevice", null, (arena, device) -> cudaStreamGetDevice(stream, device));
+    }
+
+    /**
+     * The priority {@code stream} has, for a stream another library made.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html">cudaStreamGetPriority</a>
+     */
+    public static int priority(MemorySegment stream) {
+        return Out.intValue("cudaStreamGetPriority", null, (arena, priority) -> cudaStreamGetPriority(stream, priority));
+    }
+
+    /**
      * A new event with the given {@code cudaEvent*} flags.
      *
      * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EVENT.html">cudaEventCreateWithFlags</a>

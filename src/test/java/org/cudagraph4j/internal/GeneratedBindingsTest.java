@@ -20,7 +20,9 @@ import org.cudagraph4j.cudart.cudaKernelNodeParams;
 import org.cudagraph4j.cudart.cudaMemPoolProps;
 import org.cudagraph4j.cudart.cudaMemcpy3DParms;
 import org.cudagraph4j.cudart.cudaMemsetParams;
+import org.cudagraph4j.cudart.cudaPointerAttributes;
 import org.cudagraph4j.cudart.dim3;
+import org.cudagraph4j.driver.CUDA_KERNEL_NODE_PARAMS_v2_st;
 import org.junit.jupiter.api.Test;
 
 /** The generated bindings agree with the C headers and with the runtime found at test time. */
@@ -48,6 +50,8 @@ public class GeneratedBindingsTest {
         assertEquals(32, cudaGraphInstantiateParams.layout().byteSize());
         assertEquals(8, cudaGraphEdgeData.layout().byteSize());
         assertEquals(88, cudaMemPoolProps.layout().byteSize());
+        assertEquals(88, cudaPointerAttributes.layout().byteSize());
+        assertEquals(72, CUDA_KERNEL_NODE_PARAMS_v2_st.layout().byteSize());
     }
 
     @Test
@@ -58,6 +62,9 @@ public class GeneratedBindingsTest {
         assertEquals(672, cudaDeviceProp.sharedMemPerBlockOptin$offset());
         assertEquals(8, cudaKernelNodeParams.gridDim$offset());
         assertEquals(32, cudaKernelNodeParams.sharedMemBytes$offset());
+        assertEquals(8, cudaPointerAttributes.devicePointer$offset());
+        assertEquals(32, CUDA_KERNEL_NODE_PARAMS_v2_st.sharedMemBytes$offset());
+        assertEquals(56, CUDA_KERNEL_NODE_PARAMS_v2_st.kern$offset());
         assertEquals(40, cudaKernelNodeParams.kernelParams$offset());
         assertEquals(8, cudaMemPoolProps.location$offset());
         assertEquals(24, cudaMemPoolProps.maxSize$offset());

@@ -47,6 +47,8 @@ public final class CaptureTracker {
         private Run<?> run;
         /** Whether the stream has no dependencies in its capture yet (it began it); guarded by {@code this}. */
         private boolean atCaptureStart;
+        /** Set once its stream is destroyed, so that a stream made later at the same address gets a slot of its own. */
+        private volatile boolean retired;
 
         /** @param stream the {@code cudaStream_t} that owns this slot */
         public Slot(MemorySegment stream) {
@@ -97,6 +99,18 @@ public final class CaptureTracker {
 
         /** {@return the graph's one node that no node depends on; {@link #NO_NODE} if none, {@link #UNKNOWN_NODE} if several} */
         long onlySink();
+    }
+
+    /**
+     * Whether a kernel node launches the kernel a recorded launch did, for runs that other
+     * libraries' kernels interleave ({@link Run#resolve(Chain, LaunchMatcher)}).
+     *
+     * @param <L> how a kernel launch is described (see {@link Capture})
+     */
+    @FunctionalInterface
+    public interface LaunchMatcher<L> {
+        /** {@return whether kernel node {@code node} launches {@code launch}'s kernel} */
+        boolean launches(long node, L launch);
     }
 
     /**
@@ -171,6 +185,64 @@ public final class CaptureTracker {
                     List<Lifetime> uses = (List<Lifetime>) launches[2 * i];
                     resolved.add(new KernelNode<>(nodes[i], uses, launch));
                 }
+            }
+            return resolved;
+        }
+
+        /**
+         * The nodes of the launches, as {@link #resolve(Chain)} finds them, or where that walk fails,
+         * walking again past the kernel nodes that {@code matcher} says are none of the run's: those
+         * another library queued on the stream between the library's launches (a cuBLAS GEMM before
+         * a bias kernel). Each launch must then be met in order, and the walk must still reach the
+         * run's first node (or the root) through nodes of one dependency each; a launch the library
+         * does not record cannot be matched, and fails the walk.
+         */
+        public List<KernelNode<L>> resolve(Chain chain, LaunchMatcher<L> matcher) {
+            List<KernelNode<L>> strict = resolve(chain);
+            return strict.isEmpty() && count > 0 ? resolvePastOthers(chain, matcher) : strict;
+        }
+
+        private List<KernelNode<L>> resolvePastOthers(Chain chain, LaunchMatcher<L> matcher) {
+            long end = last == GRAPH_SINK ? chain.onlySink() : last;
+            if (first == UNKNOWN_NODE || end == UNKNOWN_NODE || end == NO_NODE) {
+                return List.of();
+            }
+            long[] nodes = new long[count];
+            long node = end;
+            int index = count - 1;
+            int known = first == NO_NODE ? 0 : 1;
+            while (index >= known) {
+                if (node == NO_NODE || node == UNKNOWN_NODE) {
+                    return List.of();
+                }
+                if (chain.isKernel(node)) {
+                    @SuppressWarnings("unchecked") // add() stores an L there
+                    L launch = (L) launches[2 * index + 1];
+                    if (launch == null) {
+                        return List.of();
+                    }
+                    if (matcher.launches(node, launch)) {
+                        nodes[index--] = node;
+                    }
+                }
+                node = chain.onlyDependency(node);
+            }
+            while (node != NO_NODE && node != UNKNOWN_NODE && node != first) {
+                node = chain.onlyDependency(node);
+            }
+            if (node != first) {
+                return List.of();
+            }
+            if (known == 1) {
+                nodes[0] = first;
+            }
+            List<KernelNode<L>> resolved = new ArrayList<>(nodes.length);
+            for (int i = 0; i < nodes.length; i++) {
+                @SuppressWarnings("unchecked") // add() stores an L there, checked by the capture
+                L launch = (L) launches[2 * i + 1];
+                @SuppressWarnings("unchecked") // add() stores the uses there
+                List<Lifetime> uses = (List<Lifetime>) launches[2 * i];
+                resolved.add(new KernelNode<>(nodes[i], uses, launch));
             }
             return resolved;
         }
@@ -425,6 +497,42 @@ public final class CaptureTracker {
             slot.atCaptureStart = true;
         }
         return capture;
+    }
+
+    /**
+     * A slot for a stream the library just created: any slot left at its address belonged to a
+     * stream destroyed since (one another library owned and destroyed, say), and is retired.
+     */
+    public static Slot ownSlot(MemorySegment stream) {
+        synchronized (SLOTS) {
+            for (Slot slot : SLOTS.keySet()) {
+                if (slot.stream.address() == stream.address()) {
+                    slot.retired = true;
+                }
+            }
+            return new Slot(stream);
+        }
+    }
+
+    /**
+     * The slot of a stream another library owns, shared by every wrapper of it, so that a capture
+     * begun through one wrapper is seen by launches through another (or through the library's own
+     * wrapper of a stream it created).
+     */
+    public static Slot sharedSlot(MemorySegment stream) {
+        synchronized (SLOTS) {
+            for (Slot slot : SLOTS.keySet()) {
+                if (slot.stream.address() == stream.address() && !slot.retired) {
+                    return slot;
+                }
+            }
+            return new Slot(stream);
+        }
+    }
+
+    /** The slot's stream was destroyed: later wrappers of its address get another slot. */
+    public static void retire(Slot slot) {
+        slot.retired = true;
     }
 
     /** The capture the stream that owns {@code slot} takes part in, or {@code null}. */
