@@ -23,6 +23,19 @@
  *       closed buffer among them throws instead of reaching the GPU.</li>
  *   <li>A kernel keeps its library object reachable; closing the library makes its kernels
  *       unusable for new launches and nodes, but graphs that use them keep the image loaded.</li>
+ *   <li>Borrowed handles ({@link org.cudagraph4j.CudaStream#borrow}, {@link org.cudagraph4j.CudaEvent#borrow},
+ *       {@link org.cudagraph4j.DeviceBuffer#borrow}, {@link org.cudagraph4j.PinnedBuffer#borrow}) wrap
+ *       a stream, event or memory that another library created and owns. The library never
+ *       destroys or frees what it borrowed: {@code close()} ends the wrapper's use, after which the
+ *       wrapper refuses use like any closed resource. Graphs, executables and captures hold a
+ *       borrowed wrapper's lifetime as they hold an owned resource's, but that keeps only the
+ *       wrapper alive, not the lender's resource: the lender must keep the stream, event or memory
+ *       alive until every wrapper of it is closed, every graph and executable that uses it is
+ *       closed, and the work queued through it has completed. If the lender frees first, graphs
+ *       that use it read and write freed memory or use a dead handle, and what follows is CUDA's
+ *       undefined behaviour: the library cannot see a free it did not make. Work the library queues
+ *       on a borrowed stream while the lender captures it goes into the lender's graph, which holds
+ *       nothing alive for it.</li>
  *   <li>Safety net: an owner that becomes unreachable without {@code close()} is closed by a
  *       {@link java.lang.ref.Cleaner}, with one warning in the {@code org.cudagraph4j}
  *       {@link java.lang.System.Logger} naming the resource (and where it was created, when started with

@@ -102,9 +102,10 @@ final class ArchiveSaver {
 
     private KernelNode kernel(GraphNode node) {
         KernelLaunch params = node.kernelParams().orElseThrow(() -> new GraphArchiveException(
-                Reason.UNSUPPORTED, node + " is a kernel node whose launch this library did not record (it was "
-                + "captured from a launch made outside cudagraph4j, or a cluster or cooperative launch, which a "
-                + "kernel node added through this library does not hold)"));
+                Reason.UNSUPPORTED, node + " (" + node.kernelInfo().name() + ") is a kernel node whose launch this "
+                + "library did not record (it was captured from a launch made outside cudagraph4j, such as another "
+                + "library's kernel, or a cluster or cooperative launch, which a kernel node added through this "
+                + "library does not hold)"));
         CudaKernel kernel = params.kernel();
         CudaLibrary library = kernel.library();
         String hash = library.contentHash();

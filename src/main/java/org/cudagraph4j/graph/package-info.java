@@ -12,6 +12,32 @@
  * current nodes use, across updates. The model is described once, in
  * {@link org.cudagraph4j the root package's documentation}.
  *
+ * <h2>Other libraries' kernels</h2>
+ * A capture records whatever is queued on its streams, also by other libraries (cuBLAS, cuBLASLt,
+ * cuDNN, TensorRT) on a capturing stream's {@link org.cudagraph4j.CudaStream#handle() handle} or a
+ * {@link org.cudagraph4j.CudaStream#borrow borrowed} one. Such kernels are loaded through the
+ * driver, so the runtime cannot read their nodes; the library reads them through the driver's
+ * entry points ({@code cuGraphKernelNodeGetParams}, {@code cuFuncGetName}, reached through
+ * {@code cudaGetDriverEntryPointByVersion}, with no link to {@code libcuda}):
+ * <ul>
+ *   <li>{@link org.cudagraph4j.graph.GraphNode#kernelInfo()}, {@code describe()}, {@code toDot()},
+ *       {@code nodes()}, {@code dependencies()} and snapshots show them with their name and launch
+ *       shape; their {@link org.cudagraph4j.graph.GraphNode#kernelParams()} is empty, since their
+ *       arguments are the other library's.</li>
+ *   <li>The library's own launches captured between them are still matched to their nodes, by the
+ *       kernel each node launches, so they keep their recorded launch and can be updated one by
+ *       one.</li>
+ *   <li>{@link org.cudagraph4j.graph.GraphExec#update whole-graph updates},
+ *       {@link org.cudagraph4j.graph.GraphExec#setEnabled enabling}, child graphs and conditional
+ *       bodies take them like any node;
+ *       {@link org.cudagraph4j.graph.GraphExec#updateKernelNode updateKernelNode} refuses one,
+ *       naming it, unless the new launch is of the kernel the node already launches; a
+ *       {@link org.cudagraph4j.graph.GraphArchive} refuses to save one, naming it.</li>
+ *   <li>The graph keeps alive nothing of the other library's: its handles, workspaces and
+ *       buffers must outlive every graph and executable that holds its nodes, as that library's own
+ *       rules for graph capture say.</li>
+ * </ul>
+ *
  * <h2>Graph memory</h2>
  * A graph can own memory: {@link org.cudagraph4j.graph.CudaGraph#addMemAlloc} and
  * {@link org.cudagraph4j.graph.CudaGraph#addMemFree} add allocation and free nodes, and

@@ -2,6 +2,7 @@ package org.cudagraph4j.internal.lifetime;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -168,6 +169,64 @@ class CaptureTrackerTest {
         assertEquals(List.of(forked.stream()), asked, "only a stream with an open run is asked");
         Chain chain = new Chain(Map.of(11L, 10L, 12L, 11L), Set.of(10L, 11L));
         assertEquals(List.of(10L, 11L), nodes(capture.runs().getFirst(), chain));
+    }
+
+    @Test
+    void aRunThatAnotherLibrarysKernelsInterleaveIsMatchedKernelByKernel() {
+        // foreign 1 <- launch 0 at 2 <- foreign 3 <- memset 4 <- launch 1 at 5 <- foreign 6
+        Chain chain = new Chain(Map.of(2L, 1L, 3L, 2L, 4L, 3L, 5L, 4L, 6L, 5L), Set.of(1L, 2L, 3L, 5L, 6L));
+        CaptureTracker.LaunchMatcher<String> matcher = launchedAt(Map.of(2L, "launch 0", 5L, "launch 1"));
+        CaptureTracker.Run<String> run = runAtStart(2, 6);
+        assertEquals(List.of(), nodes(run, chain), "the plain walk takes no foreign kernel for a launch");
+        List<CaptureTracker.KernelNode<String>> resolved = run.resolve(chain, matcher);
+        assertEquals(List.of(2L, 5L), resolved.stream().map(CaptureTracker.KernelNode::node).toList());
+        assertEquals(List.of("launch 0", "launch 1"), resolved.stream().map(CaptureTracker.KernelNode::launch).toList());
+    }
+
+    @Test
+    void aRunFromAKnownNodeIsMatchedPastForeignKernelsToThatNode() {
+        // launch 0 at 10 <- foreign 11 <- launch 1 at 12
+        Chain chain = new Chain(Map.of(11L, 10L, 12L, 11L), Set.of(10L, 11L, 12L));
+        CaptureTracker.Run<String> run = runFrom(10, 2, 12);
+        assertEquals(List.of(10L, 12L), run.resolve(chain, launchedAt(Map.of(10L, "launch 0", 12L, "launch 1")))
+                .stream().map(CaptureTracker.KernelNode::node).toList());
+        Chain elsewhere = new Chain(Map.of(11L, 9L, 12L, 11L), Set.of(9L, 11L, 12L));
+        assertEquals(List.of(), runFrom(10, 2, 12).resolve(elsewhere, launchedAt(Map.of(12L, "launch 1"))),
+                "the walk must end at the run's first node");
+    }
+
+    @Test
+    void aLaunchWhoseKernelIsNotFoundLeavesTheInterleavedRunUnresolved() {
+        // foreign 1 <- launch 0 at 2 <- foreign 3
+        Chain chain = new Chain(Map.of(2L, 1L, 3L, 2L), Set.of(1L, 2L, 3L));
+        assertEquals(List.of(), runAtStart(2, 3).resolve(chain, launchedAt(Map.of(2L, "launch 1"))),
+                "launch 0's kernel is at no node");
+        CaptureTracker.Capture<String> capture = CaptureTracker.begin(stream, "capture A", String.class);
+        capture.recordKernelLaunch(stream, CaptureTracker.UNKNOWN_NODE, List.of(), null);
+        capture.endRun(stream, 3);
+        CaptureTracker.end(capture);
+        assertEquals(List.of(), capture.runs().getFirst().resolve(chain, (node, launch) -> true),
+                "a launch the library does not record cannot be matched");
+    }
+
+    @Test
+    void wrappersOfOneForeignStreamShareItsSlotUntilAStreamIsCreatedThere() {
+        MemorySegment handle = MemorySegment.ofAddress(0x7000);
+        CaptureTracker.Slot first = CaptureTracker.sharedSlot(handle);
+        assertSame(first, CaptureTracker.sharedSlot(handle));
+        CaptureTracker.Capture<String> capture = CaptureTracker.begin(first, "capture A", String.class);
+        assertSame(capture, CaptureTracker.of(CaptureTracker.sharedSlot(handle)), "a second wrapper sees the capture");
+        CaptureTracker.end(capture);
+        CaptureTracker.Slot owned = CaptureTracker.ownSlot(handle); // the lender destroyed it, the library made one there
+        assertNotSame(first, owned);
+        assertSame(owned, CaptureTracker.sharedSlot(handle), "a wrapper of the library's own stream shares its slot");
+        CaptureTracker.retire(owned);
+        assertNotSame(owned, CaptureTracker.sharedSlot(handle), "a destroyed stream's slot is not handed out again");
+    }
+
+    /** Matches a kernel node to the launch recorded at it, by the launch's description. */
+    private static CaptureTracker.LaunchMatcher<String> launchedAt(Map<Long, String> launches) {
+        return (node, launch) -> launch.equals(launches.get(node));
     }
 
     /** A run of {@code launches} that began the capture, ending at {@code last}. */

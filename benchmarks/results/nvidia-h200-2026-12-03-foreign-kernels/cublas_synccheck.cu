@@ -1,0 +1,64 @@
+// cuBLAS alone, as ForeignKernelGpuTest calls it, with no Java and no cudagraph4j: y = x·Wᵀ for
+// x [batch, 512] and W [640, 512], row-major, through cublasSgemm with a workspace of its own,
+// eagerly and as a captured graph. Run under compute-sanitizer's synccheck, it shows whether the
+// barrier reports in cuBLAS's kernels come from cuBLAS itself.
+//   nvcc -o cublas_synccheck cublas_synccheck.cu -lcublas
+//   compute-sanitizer --tool synccheck ./cublas_synccheck 128
+#include <cstdio>
+#include <cmath>
+#include <cstdlib>
+#include <vector>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#define CHECK(call) do { int s_ = (int) (call); if (s_ != 0) { \
+    std::fprintf(stderr, "%s: status %d\n", #call, s_); std::exit(1); } } while (0)
+
+int main(int argc, char** argv) {
+    int batch = argc > 1 ? std::atoi(argv[1]) : 128, in = 512, out = 640;
+    std::vector<float> x((size_t) batch * in), w((size_t) out * in);
+    for (auto& v : x) v = std::rand() / (float) RAND_MAX * 2 - 1;
+    for (auto& v : w) v = std::rand() / (float) RAND_MAX * 2 - 1;
+    float *dx, *dw, *dy;
+    void* workspace;
+    CHECK(cudaMalloc(&dx, x.size() * 4));
+    CHECK(cudaMalloc(&dw, w.size() * 4));
+    CHECK(cudaMalloc(&dy, (size_t) batch * out * 4));
+    CHECK(cudaMalloc(&workspace, 32 << 20));
+    CHECK(cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dw, w.data(), w.size() * 4, cudaMemcpyHostToDevice));
+    cudaStream_t stream;
+    CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    cublasHandle_t handle;
+    CHECK(cublasCreate(&handle));
+    CHECK(cublasSetStream(handle, stream));
+    CHECK(cublasSetWorkspace(handle, workspace, 32 << 20));
+    float one = 1, zero = 0;
+    CHECK(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, out, batch, in, &one, dw, in, dx, in, &zero, dy, out));
+    CHECK(cudaStreamSynchronize(stream));
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    CHECK(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, out, batch, in, &one, dw, in, dx, in, &zero, dy, out));
+    CHECK(cudaStreamEndCapture(stream, &graph));
+    CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    CHECK(cudaGraphLaunch(exec, stream));
+    CHECK(cudaStreamSynchronize(stream));
+    std::vector<float> y((size_t) batch * out);
+    CHECK(cudaMemcpy(y.data(), dy, y.size() * 4, cudaMemcpyDeviceToHost));
+    double error = 0, norm = 0;
+    for (int r = 0; r < batch; r++)
+        for (int c = 0; c < out; c++) {
+            double ref = 0;
+            for (int k = 0; k < in; k++) ref += (double) x[(size_t) r * in + k] * w[(size_t) c * in + k];
+            double d = y[(size_t) r * out + c] - ref;
+            error += d * d;
+            norm += ref * ref;
+        }
+    std::printf("batch %d: relative error %.3g\n", batch, std::sqrt(error / norm));
+    CHECK(cudaGraphExecDestroy(exec));
+    CHECK(cudaGraphDestroy(graph));
+    CHECK(cublasDestroy(handle));
+    CHECK(cudaStreamDestroy(stream));
+    return 0;
+}
