@@ -1,12 +1,15 @@
 // cuBLAS alone, as ForeignKernelGpuTest calls it, with no Java and no cudagraph4j: y = x·Wᵀ for
-// x [batch, 512] and W [640, 512], row-major, through cublasSgemm with a workspace of its own,
-// eagerly and as a captured graph. Run under compute-sanitizer's synccheck, it shows whether the
-// barrier reports in cuBLAS's kernels come from cuBLAS itself.
+// x [batch, 512] and W [640, 512], row-major, through cublasSgemm with a workspace of its own:
+// eagerly, as a captured graph, and (with "if") that graph as a child graph in the body of an IF
+// node whose condition is always 1. Under compute-sanitizer's synccheck it shows where barrier
+// reports in cuBLAS's kernels come from.
 //   nvcc -o cublas_synccheck cublas_synccheck.cu -lcublas
 //   compute-sanitizer --tool synccheck ./cublas_synccheck 128
+//   compute-sanitizer --tool synccheck ./cublas_synccheck 128 if
 #include <cstdio>
 #include <cmath>
 #include <cstdlib>
+#include <string>
 #include <vector>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -41,7 +44,23 @@ int main(int argc, char** argv) {
     CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
     CHECK(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, out, batch, in, &one, dw, in, dx, in, &zero, dy, out));
     CHECK(cudaStreamEndCapture(stream, &graph));
-    CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    bool inIfBody = argc > 2 && std::string(argv[2]) == "if";
+    cudaGraph_t launched = graph;
+    if (inIfBody) {
+        CHECK(cudaGraphCreate(&launched, 0));
+        cudaGraphConditionalHandle condition;
+        CHECK(cudaGraphConditionalHandleCreate(&condition, launched, 1, cudaGraphCondAssignDefault));
+        cudaGraphNodeParams params = {};
+        params.type = cudaGraphNodeTypeConditional;
+        params.conditional.handle = condition;
+        params.conditional.type = cudaGraphCondTypeIf;
+        params.conditional.size = 1;
+        cudaGraphNode_t node, child;
+        CHECK(cudaGraphAddNode(&node, launched, nullptr, nullptr, 0, &params));
+        CHECK(cudaGraphAddChildGraphNode(&child, params.conditional.phGraph_out[0], nullptr, 0, graph));
+    }
+    CHECK(cudaMemset(dy, 0xFF, (size_t) batch * out * 4)); // NaN: every element must be written
+    CHECK(cudaGraphInstantiate(&exec, launched, 0));
     CHECK(cudaGraphLaunch(exec, stream));
     CHECK(cudaStreamSynchronize(stream));
     std::vector<float> y((size_t) batch * out);
@@ -55,9 +74,10 @@ int main(int argc, char** argv) {
             error += d * d;
             norm += ref * ref;
         }
-    std::printf("batch %d: relative error %.3g\n", batch, std::sqrt(error / norm));
+    std::printf("batch %d%s: relative error %.3g\n", batch, inIfBody ? " in an IF body" : "", std::sqrt(error / norm));
     CHECK(cudaGraphExecDestroy(exec));
     CHECK(cudaGraphDestroy(graph));
+    if (inIfBody) CHECK(cudaGraphDestroy(launched));
     CHECK(cublasDestroy(handle));
     CHECK(cudaStreamDestroy(stream));
     return 0;
