@@ -351,6 +351,45 @@ public final class DeviceBuffer implements AutoCloseable {
     }
 
     /**
+     * Copies all of {@code source}, the bits of 16-bit floats, into this buffer; complete on return.
+     *
+     * @param source exactly {@link #length()} values, each the bits of a {@link ElementType#FLOAT16} or
+     *     {@link ElementType#BFLOAT16} as this buffer holds (see {@link HalfFloats})
+     * @throws IllegalArgumentException if this buffer does not hold FLOAT16 or BFLOAT16, or the lengths differ
+     */
+    public void copyFrom(short[] source) {
+        requireHalf();
+        checkLength(source.length);
+        stage(MemorySegment.ofArray(source), true);
+    }
+
+    /**
+     * Copies floats into this {@link ElementType#FLOAT16} or {@link ElementType#BFLOAT16} buffer, each
+     * rounded to the nearest value of the buffer's type, ties to even ({@link HalfFloats}); complete
+     * on return.
+     *
+     * @param source exactly {@link #length()} values
+     * @throws IllegalArgumentException if this buffer does not hold FLOAT16 or BFLOAT16, or the lengths differ
+     */
+    public void copyFromRounded(float[] source) {
+        requireHalf();
+        checkLength(source.length);
+        stage(MemorySegment.ofArray(HalfFloats.fromFloats(source, type)), true);
+    }
+
+    /**
+     * Copies this buffer of 16-bit floats into all of {@code destination}, as their bits; complete on return.
+     *
+     * @param destination room for exactly {@link #length()} values
+     * @throws IllegalArgumentException if this buffer does not hold FLOAT16 or BFLOAT16, or the lengths differ
+     */
+    public void copyTo(short[] destination) {
+        requireHalf();
+        checkLength(destination.length);
+        stage(MemorySegment.ofArray(destination), false);
+    }
+
+    /**
      * Copies this buffer into all of {@code destination}; complete on return.
      *
      * @param destination room for exactly {@link #length()} values
@@ -406,12 +445,18 @@ public final class DeviceBuffer implements AutoCloseable {
     }
 
     /**
-     * {@return a new float array holding this buffer's contents}
+     * {@return a new float array holding this buffer's contents; a {@link ElementType#FLOAT16} or
+     * {@link ElementType#BFLOAT16} buffer's values are widened, exactly}
      *
-     * @throws IllegalArgumentException if this buffer does not hold {@link ElementType#FLOAT32}
+     * @throws IllegalArgumentException if this buffer does not hold FLOAT32, FLOAT16 or BFLOAT16
      * @throws ArithmeticException if the buffer has more elements than an array can hold
      */
     public float[] toFloatArray() {
+        if (type == ElementType.FLOAT16 || type == ElementType.BFLOAT16) {
+            short[] bits = new short[Math.toIntExact(length)];
+            copyTo(bits);
+            return HalfFloats.toFloats(bits, type);
+        }
         checkType(ElementType.FLOAT32);
         float[] result = new float[Math.toIntExact(length)];
         copyTo(result);
@@ -714,6 +759,12 @@ public final class DeviceBuffer implements AutoCloseable {
     private void checkType(ElementType expected) {
         if (type != expected) {
             throw new IllegalArgumentException("buffer holds " + type + ", not " + expected);
+        }
+    }
+
+    private void requireHalf() {
+        if (type != ElementType.FLOAT16 && type != ElementType.BFLOAT16) {
+            throw new IllegalArgumentException("buffer holds " + type + ", not FLOAT16 or BFLOAT16");
         }
     }
 
