@@ -47,6 +47,7 @@ class BundleIT {
                 "cudagraph4j-gpu-bundle/bin/run-tests", "cudagraph4j-gpu-bundle/bin/run-benchmarks",
                 "cudagraph4j-gpu-bundle/bin/soak", "cudagraph4j-gpu-bundle/bin/profile-benchmark",
                 "cudagraph4j-gpu-bundle/benchmarks/benchmarks.jar",
+                "cudagraph4j-gpu-bundle/benchmarks/benchmarks-tests.jar",
                 "cudagraph4j-gpu-bundle/benchmarks/native/launch_overhead.cu",
                 "cudagraph4j-gpu-bundle/benchmarks/native/build.sh",
                 "cudagraph4j-gpu-bundle/benchmarks/native/skinny_test.cu",
@@ -61,7 +62,8 @@ class BundleIT {
         for (String jar : List.of("lib/cudagraph4j-", "lib/junit-platform-console-standalone-")) {
             assertTrue(entries.stream().anyMatch(e -> e.startsWith("cudagraph4j-gpu-bundle/" + jar)), "missing " + jar);
         }
-        assertTrue(entries.stream().anyMatch(e -> e.endsWith("-tests.jar")), "missing the tests jar");
+        assertTrue(entries.stream().anyMatch(e -> e.startsWith("cudagraph4j-gpu-bundle/lib/") && e.endsWith("-tests.jar")),
+                "missing the tests jar");
         // bin/soak runs the soak from the tests jar, though its sources are in src/tools/java.
         try (Stream<Path> lib = Files.list(bundle.resolve("lib"))) {
             Path tests = lib.filter(p -> p.getFileName().toString().endsWith("-tests.jar")).findFirst().orElseThrow();
@@ -70,6 +72,18 @@ class BundleIT {
                     assertTrue(jar.getEntry(soak) != null, tests.getFileName() + " is missing " + soak);
                 }
             }
+        }
+        // bin/run-tests --benchmarks runs the benchmarks' gpu tests, which call cuBLAS through JavaCPP.
+        try (JarFile jar = new JarFile(bundle.resolve("benchmarks/benchmarks.jar").toFile())) {
+            for (String javacpp : List.of("org/bytedeco/cuda/linux-x86_64/libjnicublas.so",
+                    "org/bytedeco/cuda/global/cublas.class", "org/bytedeco/cuda/presets/cublas.class",
+                    "org/bytedeco/cuda/linux-x86_64/libjnicudart.so", "org/bytedeco/cuda/global/cudart.class")) {
+                assertTrue(jar.getEntry(javacpp) != null, "benchmarks.jar is missing " + javacpp);
+            }
+        }
+        try (JarFile jar = new JarFile(bundle.resolve("benchmarks/benchmarks-tests.jar").toFile())) {
+            String interop = "org/cudagraph4j/benchmarks/interop/JavaCppCublasGraphTest.class";
+            assertTrue(jar.getEntry(interop) != null, "benchmarks-tests.jar is missing " + interop);
         }
         assertTrue(Files.isExecutable(bundle.resolve("bin/run-tests")));
         assertTrue(Files.isExecutable(bundle.resolve("bin/soak")));
@@ -122,6 +136,35 @@ class BundleIT {
         try (Stream<Path> written = Files.list(out)) {
             assertEquals(0, written.count(), "nothing written without the GPUs");
         }
+    }
+
+    @Test
+    void runTestsBenchmarksFindsTheBenchmarksGpuTestsAndFailsThemWithoutAGpu(@TempDir Path reports) throws Exception {
+        Assumptions.assumeFalse(hasGpu(), "this machine has a GPU: the benchmarks' gpu tests would run");
+        ProcessBuilder builder = new ProcessBuilder(bundle.resolve("bin/run-tests").toString(), "--benchmarks",
+                "--disable-ansi-colors", "--details=tree").redirectErrorStream(true);
+        builder.environment().put("REPORTS_DIR", reports.toString());
+        Process process = builder.start();
+        String output = new String(process.getInputStream().readAllBytes());
+        assertTrue(process.waitFor(2, TimeUnit.MINUTES));
+        assertEquals(1, process.exitValue(), output);
+        assertTrue(output.contains("JavaCppCublasGraphTest") && output.contains(
+                "gpu test JavaCppCublasGraphTest needs a CUDA device: " + Cuda.unavailableReason().orElseThrow()), output);
+        assertTrue(output.lines().anyMatch(l -> l.matches(".*\\b[1-9]\\d* tests found.*")), output);
+        try (Stream<Path> written = Files.list(reports)) {
+            assertTrue(written.anyMatch(p -> p.getFileName().toString().endsWith(".xml")), "no JUnit report");
+        }
+    }
+
+    @Test
+    void runTestsRefusesToShardTheBenchmarksTests() throws Exception {
+        Process process = new ProcessBuilder(bundle.resolve("bin/run-tests").toString(), "--benchmarks", "--shard",
+                "1/2").redirectErrorStream(true).start();
+        String output = new String(process.getInputStream().readAllBytes());
+        assertTrue(process.waitFor(1, TimeUnit.MINUTES));
+        assertEquals(2, process.exitValue(), output);
+        assertTrue(output.startsWith("run-tests: --shard splits the library's gpu test classes; leave it out with "
+                + "--benchmarks\nusage: run-tests [--device N]"), output);
     }
 
     @Test
