@@ -40,7 +40,8 @@ public final class CudaStream extends NativeResource {
         super(new Lifetime(LiveCounters.Kind.STREAM, 0,
                 Lifetime.named(borrowed ? "borrowed CudaStream" : "CudaStream", handle) + " on device "
                         + device.ordinal(),
-                borrowed ? () -> HostFunctions.forget(handle) : destroy(device.ordinal(), handle, captureSlot)));
+                // A borrowed stream's host-function failures stay reported for other wrappers of it.
+                borrowed ? () -> { } : destroy(device.ordinal(), handle, captureSlot)));
         this.device = device;
         this.handle = handle;
         this.priority = priority;

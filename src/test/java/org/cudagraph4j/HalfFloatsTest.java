@@ -17,29 +17,18 @@ class HalfFloatsTest {
     private static final int VALUES = 1 << 16;
 
     @Test
-    void everyFloat16WidensToTheValueItsBitsDefine() {
-        for (int bits = 0; bits < VALUES; bits++) {
-            float widened = HalfFloats.float16ToFloat((short) bits);
-            double expected = decode(bits, 5, 10);
-            if (Double.isNaN(expected)) {
-                assertTrue(Float.isNaN(widened), hex(bits));
-            } else {
-                assertEquals(expected, widened, 0, hex(bits));
-                assertEquals(bits >> 15, signBit(widened), hex(bits));
-            }
-        }
-    }
-
-    @Test
-    void everyBfloat16WidensToTheValueItsBitsDefine() {
-        for (int bits = 0; bits < VALUES; bits++) {
-            float widened = HalfFloats.bfloat16ToFloat((short) bits);
-            double expected = decode(bits, 8, 7);
-            if (Double.isNaN(expected)) {
-                assertTrue(Float.isNaN(widened), hex(bits));
-            } else {
-                assertEquals(expected, widened, 0, hex(bits));
-                assertEquals(bits >> 15, signBit(widened), hex(bits));
+    void everyFloat16AndBfloat16WidensToTheValueItsBitsDefine() {
+        for (boolean bfloat : new boolean[] {false, true}) {
+            for (int bits = 0; bits < VALUES; bits++) {
+                double widened = widen(bits, bfloat);
+                double expected = bfloat ? decode(bits, 8, 7) : decode(bits, 5, 10);
+                String what = (bfloat ? "bfloat16 " : "float16 ") + hex(bits);
+                if (Double.isNaN(expected)) {
+                    assertTrue(Double.isNaN(widened), what);
+                } else {
+                    assertEquals(expected, widened, 0, what);
+                    assertEquals(bits >> 15, signBit((float) widened), what);
+                }
             }
         }
     }

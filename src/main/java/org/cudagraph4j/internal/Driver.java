@@ -21,8 +21,8 @@ import org.cudagraph4j.driver.PFN_cuMemGetAddressRange_v3020;
  * function pointers {@code cudaGetDriverEntryPointByVersion} returns: the library keeps no
  * link-time dependency on {@code libcuda}, and uses the driver the runtime already loaded.
  *
- * <p>Each entry point is asked for once, on first use, at the driver API version whose signature
- * the generated {@code PFN_*} type describes. A driver that lacks one makes the operations that
+ * <p>Each entry point is asked for once, at the driver API version whose signature the generated
+ * {@code PFN_*} type describes. A driver that lacks one makes the operations that
  * need it report what they cannot tell, never crash: a {@code NULL} entry point is never called.
  *
  * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DRIVER__ENTRY__POINT.html">Driver entry point access</a>
@@ -33,7 +33,7 @@ public final class Driver {
 
     private Driver() {}
 
-    /** Each entry point, found on first use; {@code NULL} where the driver has none. */
+    /** The entry points, asked for together on first use; {@code NULL} where the driver has none. */
     private static final class EntryPoints {
         static final MemorySegment KERNEL_NODE_GET_PARAMS = find("cuGraphKernelNodeGetParams", 12000);
         static final MemorySegment FUNC_GET_NAME = find("cuFuncGetName", 12030);
@@ -55,11 +55,6 @@ public final class Driver {
             }
             return function.get(ADDRESS, 0);
         }
-    }
-
-    /** {@return whether the driver gives the entry points that read a kernel node} */
-    public static boolean canReadKernelNodes() {
-        return !EntryPoints.KERNEL_NODE_GET_PARAMS.equals(MemorySegment.NULL);
     }
 
     /**

@@ -176,6 +176,11 @@ public final class CaptureTracker {
             if (known == 1) {
                 nodes[0] = first;
             }
+            return recorded(nodes);
+        }
+
+        /** The recorded launches, each with its node; launches the library does not record are left out. */
+        private List<KernelNode<L>> recorded(long[] nodes) {
             List<KernelNode<L>> resolved = new ArrayList<>(nodes.length);
             for (int i = 0; i < nodes.length; i++) {
                 @SuppressWarnings("unchecked") // add() stores an L there, checked by the capture
@@ -236,15 +241,7 @@ public final class CaptureTracker {
             if (known == 1) {
                 nodes[0] = first;
             }
-            List<KernelNode<L>> resolved = new ArrayList<>(nodes.length);
-            for (int i = 0; i < nodes.length; i++) {
-                @SuppressWarnings("unchecked") // add() stores an L there, checked by the capture
-                L launch = (L) launches[2 * i + 1];
-                @SuppressWarnings("unchecked") // add() stores the uses there
-                List<Lifetime> uses = (List<Lifetime>) launches[2 * i];
-                resolved.add(new KernelNode<>(nodes[i], uses, launch));
-            }
-            return resolved;
+            return recorded(nodes);
         }
 
         private void add(List<Lifetime> uses, L launch) {
