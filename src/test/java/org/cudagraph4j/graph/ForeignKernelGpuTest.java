@@ -91,7 +91,6 @@ class ForeignKernelGpuTest {
             assertEquals(List.of(kernelNodes.get(kernelNodes.size() - 2)),
                     bias.dependencies().stream().filter(n -> n.type() == GraphNodeType.KERNEL).toList(),
                     "the bias kernel runs after the GEMM");
-            System.out.print(drawing);
             try (GraphExec exec = graph.instantiate()) {
                 for (int replay = 0; replay < 3; replay++) {
                     linear.newInput();

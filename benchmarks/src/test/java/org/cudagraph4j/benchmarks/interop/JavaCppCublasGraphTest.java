@@ -134,7 +134,6 @@ class JavaCppCublasGraphTest {
 
             String drawing = graph.describe();
             String dot = graph.toDot();
-            System.out.print(drawing);
             for (GraphNode node : kernelNodes) {
                 KernelNodeInfo info = node.kernelInfo();
                 assertFalse(info.name().isBlank() || info.mangledName().startsWith("function 0x"),
