@@ -4,13 +4,17 @@
 #           from the allow-list in jextract-config/cudart.args and cuda_runtime_api.h
 #   nvrtc   NVRTC, the runtime compiler (libnvrtc.so.13) in src/main/java/org/cudagraph4j/nvrtc,
 #           from the allow-list in jextract-config/nvrtc.args and nvrtc.h
+#   driver  the driver API's function-pointer types in src/main/java/org/cudagraph4j/driver,
+#           from the allow-list in jextract-config/driver.args and cudaTypedefs.h
+#   cublaslt  cuBLASLt (libcublasLt.so.13) in src/main/java/org/cudagraph4j/cublaslt, from the
+#           allow-list in jextract-config/cublaslt.args and cublasLt.h
 #
-#   generate.sh [cudart|nvrtc]...   (no argument: both)
+#   generate.sh [cudart|nvrtc|driver|cublaslt]...   (no argument: all four)
 #
 # Environment:
 #   JEXTRACT   path to the jextract launcher (default: `jextract` on PATH)
-#   CUDA_HOME  CUDA toolkit root holding include/cuda_runtime_api.h and include/nvrtc.h
-#              (default: /usr/local/cuda)
+#   CUDA_HOME  CUDA toolkit root holding include/cuda_runtime_api.h, include/nvrtc.h and
+#              include/cublasLt.h (default: /usr/local/cuda)
 #   JAVAC      javac (JDK 22+) used for the final compile check (default: $JAVA_HOME/bin/javac, then PATH)
 #   JEXTRACT_VERBOSE=1  show jextract's "Skipping <unsupported decl>" warnings too
 #
@@ -185,7 +189,7 @@ EOF
 SCRATCH=$(mktemp -d)
 trap 'rm -rf "$SCRATCH"' EXIT
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(cudart nvrtc driver)
+[[ ${#targets[@]} -gt 0 ]] || targets=(cudart nvrtc driver cublaslt)
 for target in "${targets[@]}"; do
     case "$target" in
         cudart) generate cudart "$CUDA_INC/cuda_runtime_api.h" cudart_h \
@@ -194,6 +198,8 @@ for target in "${targets[@]}"; do
                     "NVRTC, the CUDA runtime compiler ({@code libnvrtc.so.13}, CUDA 13.0)" NvrtcLoader libnvrtc.so.13 ;;
         driver) generate driver "$CUDA_INC/cudaTypedefs.h" driver_h \
                     "the CUDA driver API's function-pointer types ({@code cudaTypedefs.h}, CUDA 13.0)" Driver "" ;;
-        *) die "unknown binding: $target (cudart, nvrtc or driver)" ;;
+        cublaslt) generate cublaslt "$CUDA_INC/cublasLt.h" cublasLt_h \
+                    "cuBLASLt, the lightweight BLAS matmul library ({@code libcublasLt.so.13}, CUDA 13.0)" CublasLtLoader libcublasLt.so.13 ;;
+        *) die "unknown binding: $target (cudart, nvrtc, driver or cublaslt)" ;;
     esac
 done

@@ -65,3 +65,14 @@ extern "C" __global__ void cg4j_epilogue_f32_bias_f32_relu(int M, int N, const f
   cg4j::epilogue::kernel::ElementwiseEpilogue<cg4j::epilogue::thread::LinearCombinationBiasRelu>::run(
       M, N, X, ldx, {bias}, Y, ldy);
 }
+
+// The same in half precision: X, bias and Y all __half or all __nv_bfloat16, the sum and ReLU in
+// float, the result rounded to nearest even.
+#define CG4J_HALF_EPILOGUE(NAME, ELEMENT)                                                                          \
+  extern "C" __global__ void NAME(int M, int N, const ELEMENT *X, int ldx, const ELEMENT *bias, ELEMENT *Y,      \
+                                  int ldy) {                                                                     \
+    cg4j::epilogue::kernel::ElementwiseEpilogue<cg4j::epilogue::thread::LinearCombinationBiasReluOf<ELEMENT>,    \
+                                                ELEMENT>::run(M, N, X, ldx, {bias}, Y, ldy);                     \
+  }
+CG4J_HALF_EPILOGUE(cg4j_epilogue_f16_bias_f16_relu, __half)
+CG4J_HALF_EPILOGUE(cg4j_epilogue_bf16_bias_bf16_relu, __nv_bfloat16)

@@ -78,7 +78,8 @@ int main() {
 #undef CG4J_TENSOROP_SGEMM_SPLITK
 #undef CG4J_WGMMA_SGEMM
 #undef CG4J_WGMMA_SGEMM_SPLITK
-  std::printf("%scg4j_epilogue_f32_bias_f32_relu\n", sep);
+  std::printf("%scg4j_epilogue_f32_bias_f32_relu,cg4j_epilogue_f16_bias_f16_relu,cg4j_epilogue_bf16_bias_bf16_relu\n",
+              sep);
 
 #define CG4J_SGEMM(NAME, EPI, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B, ALIGN_B, STAGES, PAD_BN, MIN_BLOCKS)       \
   {                                                                                                        \
@@ -146,11 +147,17 @@ int main() {
 #undef CG4J_WGMMA_SGEMM
 #undef CG4J_WGMMA_SGEMM_SPLITK
 
-  const char *e = "cg4j_epilogue_f32_bias_f32_relu";
-  std::printf("kernel.%s.family=epilogue_bias_relu\n", e);
-  std::printf("kernel.%s.threads=256\n", e);
-  std::printf("kernel.%s.block=8,32,1\n", e);
-  std::printf("kernel.%s.sharedMemBytes=0\n", e);
-  std::printf("kernel.%s.grid=any (grid-stride); suggested (the seed at M=2048): ceil(M/8),2,1\n", e);
+  const char *epilogues[][2] = {{"cg4j_epilogue_f32_bias_f32_relu", "f32"},
+                                 {"cg4j_epilogue_f16_bias_f16_relu", "f16"},
+                                 {"cg4j_epilogue_bf16_bias_bf16_relu", "bf16"}};
+  for (const auto &epilogue : epilogues) {
+    const char *e = epilogue[0];
+    std::printf("kernel.%s.family=epilogue_bias_relu\n", e);
+    std::printf("kernel.%s.element=%s\n", e, epilogue[1]);
+    std::printf("kernel.%s.threads=256\n", e);
+    std::printf("kernel.%s.block=8,32,1\n", e);
+    std::printf("kernel.%s.sharedMemBytes=0\n", e);
+    std::printf("kernel.%s.grid=any (grid-stride); suggested (the seed at M=2048): ceil(M/8),2,1\n", e);
+  }
   return 0;
 }

@@ -31,7 +31,9 @@
  *       their public API (capture slots, lifetimes, kernel arguments in native form, graph memory
  *       views) it gets from {@code GraphAccess}, which refuses callers outside this module.</li>
  *   <li>{@link org.cudagraph4j.compile}: CUDA C++ compiled at run time through NVRTC, which is
- *       opened only when a program is compiled.</li>
+ *       opened only when a program is compiled; beside it, independent of it,
+ *       {@link org.cudagraph4j.blas}: matrix products on cuBLASLt, opened only when a handle is
+ *       created.</li>
  *   <li>{@link org.cudagraph4j.graph}: capture, construction, instantiation, launch, update,
  *       introspection and drawing of CUDA Graphs.</li>
  *   <li>{@link org.cudagraph4j.kernels}: the sgemm and bias+ReLU kernels shipped in the jar.</li>
@@ -60,6 +62,7 @@
 module org.cudagraph4j {
     requires jdk.jfr; // the serving engine's Flight Recorder events
     exports org.cudagraph4j;
+    exports org.cudagraph4j.blas;
     exports org.cudagraph4j.compile;
     exports org.cudagraph4j.error;
     exports org.cudagraph4j.graph;

@@ -24,8 +24,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Dependencies between the library's packages point one way, down these levels:
- * {@code {cudart, nvrtc, driver, error, internal.image, internal.lifetime} ← internal ← root ← compile ←
- * graph ← kernels ← serving}. A package may use its own classes and those of any package on a lower
+ * {@code {cudart, nvrtc, driver, cublaslt, error, internal.image, internal.lifetime} ← internal ← root ←
+ * {compile, blas} ← graph ← kernels ← serving}. A package may use its own classes and those of any package on a lower
  * level, never one on its own level or above; the bottom level's packages therefore use no other
  * package of the library, and with levels in a total order no cycle is possible. The same check by
  * hand: {@code jdeps -verbose:package -filter:none target/classes}.
@@ -43,9 +43,11 @@ class PackageLayeringTest {
      * holds the generated bindings and the pure Java models, which use nothing of the library.
      */
     static final List<List<String>> LAYERS = List.of(
-            List.of("org.cudagraph4j.cudart", "org.cudagraph4j.nvrtc", "org.cudagraph4j.driver", "org.cudagraph4j.error",
+            List.of("org.cudagraph4j.cudart", "org.cudagraph4j.nvrtc", "org.cudagraph4j.driver",
+                    "org.cudagraph4j.cublaslt", "org.cudagraph4j.error",
                     "org.cudagraph4j.internal.image", "org.cudagraph4j.internal.lifetime"),
-            List.of("org.cudagraph4j.internal"), List.of("org.cudagraph4j"), List.of("org.cudagraph4j.compile"),
+            List.of("org.cudagraph4j.internal"), List.of("org.cudagraph4j"),
+            List.of("org.cudagraph4j.compile", "org.cudagraph4j.blas"),
             List.of("org.cudagraph4j.graph"), List.of("org.cudagraph4j.kernels"), List.of("org.cudagraph4j.serving"));
 
     /** One line of {@code jdeps -verbose:class}: {@code    a.b.From -> c.d.To    where}. */

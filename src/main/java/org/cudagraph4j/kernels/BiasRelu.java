@@ -4,11 +4,14 @@ import org.cudagraph4j.CudaKernel;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.Dim3;
+import org.cudagraph4j.ElementType;
 import org.cudagraph4j.LaunchConfig;
 
 /**
  * {@code Y = max(X + bias[column], 0)} for row-major [m, n] matrices: the seed's second node. The
  * kernel strides over the whole matrix, so any launch shape is correct; {@code Y} may be {@code X}.
+ * X, bias and Y hold one {@link #elementType() element type}: FP32, or FP16 or BF16, summed in FP32
+ * and rounded once to nearest even; NaN stays NaN, as {@code torch.relu} keeps it.
  *
  * <p>Thread safety: immutable; safe to share.
  */
@@ -17,9 +20,16 @@ public final class BiasRelu {
     public static final Dim3 BLOCK = Dim3.of(8, 32);
 
     private final CudaKernel kernel;
+    private final ElementType type;
 
-    BiasRelu(CudaKernel kernel) {
+    BiasRelu(CudaKernel kernel, ElementType type) {
         this.kernel = kernel;
+        this.type = type;
+    }
+
+    /** {@return the element type of X, bias and Y} */
+    public ElementType elementType() {
+        return type;
     }
 
     /**
@@ -28,10 +38,10 @@ public final class BiasRelu {
      * @param stream the stream to launch on
      * @param m rows, at least 1
      * @param n columns, at least 1
-     * @param x the input, at least m·n floats, row-major
-     * @param bias at least n floats, one per column
-     * @param y the output, at least m·n floats; {@code x} itself or not overlapping it
-     * @throws IllegalArgumentException if m or n is below 1, a buffer does not hold FLOAT32 or is too short, or
+     * @param x the input, at least m·n elements, row-major
+     * @param bias at least n elements, one per column
+     * @param y the output, at least m·n elements; {@code x} itself or not overlapping it
+     * @throws IllegalArgumentException if m or n is below 1, a buffer does not hold this epilogue's element type or is too short, or
      *     {@code y} overlaps {@code x} without being it
      * @throws NullPointerException if a buffer is null
      * @throws IllegalStateException if the stream, a buffer or these kernels are closed
@@ -46,13 +56,13 @@ public final class BiasRelu {
      * @param stream the stream to launch on
      * @param m rows, at least 1
      * @param n columns, at least 1
-     * @param x the input, at least m·n floats, row-major
-     * @param bias at least n floats, one per column
-     * @param y the output, at least m·n floats; {@code x} itself or not overlapping it
+     * @param x the input, at least m·n elements, row-major
+     * @param bias at least n elements, one per column
+     * @param y the output, at least m·n elements; {@code x} itself or not overlapping it
      * @param grid blocks in the grid; any grid gives the right result
      * @param block threads in a block, at most {@link LaunchConfig#MAX_THREADS_PER_BLOCK}; any block gives the
      *     right result
-     * @throws IllegalArgumentException if m or n is below 1, a buffer does not hold FLOAT32 or is too short,
+     * @throws IllegalArgumentException if m or n is below 1, a buffer does not hold this epilogue's element type or is too short,
      *     {@code y} overlaps {@code x} without being it, or {@code block} is too large
      * @throws NullPointerException if a buffer is null
      * @throws IllegalStateException if the stream, a buffer or these kernels are closed
@@ -62,9 +72,9 @@ public final class BiasRelu {
         if (m < 1 || n < 1) {
             throw new IllegalArgumentException("bias+ReLU needs m, n >= 1, got m=" + m + ", n=" + n);
         }
-        MatrixChecks.requireFloats("X", x, (long) m * n);
-        MatrixChecks.requireFloats("Y", y, (long) m * n);
-        MatrixChecks.requireFloats("bias", bias, n);
+        MatrixChecks.requireElements("X", x, type, (long) m * n);
+        MatrixChecks.requireElements("Y", y, type, (long) m * n);
+        MatrixChecks.requireElements("bias", bias, type, n);
         if (MatrixChecks.overlaps(y, x) && y.byteOffset() != x.byteOffset()) {
             throw new IllegalArgumentException("Y must be X itself or not overlap it");
         }
@@ -79,8 +89,8 @@ public final class BiasRelu {
     /**
      * The standalone epilogue kernel, for direct launches and graph nodes.
      *
-     * @return the kernel; its parameters are {@code (int M, int N, const float* X, int ldx, const float* bias,
-     *     float* Y, int ldy)}
+     * @return the kernel; its parameters are {@code (int M, int N, const T* X, int ldx, const T* bias,
+     *     T* Y, int ldy)}, T being {@code float}, {@code __half} or {@code __nv_bfloat16}
      */
     public CudaKernel kernel() {
         return kernel;

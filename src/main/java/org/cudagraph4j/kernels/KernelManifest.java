@@ -1,5 +1,7 @@
 package org.cudagraph4j.kernels;
 
+import org.cudagraph4j.ElementType;
+
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -109,14 +111,31 @@ final class KernelManifest {
         return List.copyOf(configs);
     }
 
-    /** The standalone bias+ReLU epilogue kernel's name. */
+    /** The standalone FP32 bias+ReLU epilogue kernel's name. */
     String epilogueKernel() {
+        return epilogueKernel(ElementType.FLOAT32);
+    }
+
+    /**
+     * The standalone bias+ReLU epilogue kernel's name for matrices of {@code type}.
+     *
+     * @throws IllegalArgumentException if no epilogue kernel takes {@code type}
+     */
+    String epilogueKernel(ElementType type) {
+        String element = switch (type) {
+            case FLOAT32 -> "f32";
+            case FLOAT16 -> "f16";
+            case BFLOAT16 -> "bf16";
+            default -> throw new IllegalArgumentException("the bias+ReLU epilogue takes FLOAT32, FLOAT16 or BFLOAT16"
+                    + " matrices, not " + type);
+        };
         for (String name : properties.getProperty("kernels", "").split(",")) {
-            if (kernel(name, "family").equals("epilogue_bias_relu")) {
+            if (kernel(name, "family").equals("epilogue_bias_relu")
+                    && properties.getProperty("kernel." + name + ".element", "f32").equals(element)) {
                 return name;
             }
         }
-        throw new IllegalStateException("the kernels manifest lists no bias+ReLU epilogue kernel");
+        throw new IllegalStateException("the kernels manifest lists no " + element + " bias+ReLU epilogue kernel");
     }
 
     /** The manifest's "mainloop" of a tiled instance: absent for the cp.async tiles, "wgmma" for sm_90's. */

@@ -4,6 +4,12 @@ import java.util.Objects;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.Dim3;
+import org.cudagraph4j.ElementType;
+import org.cudagraph4j.blas.CublasLt;
+import org.cudagraph4j.blas.Matmul;
+import org.cudagraph4j.blas.MatmulCompute;
+import org.cudagraph4j.blas.MatmulEpilogue;
+import org.cudagraph4j.blas.MatrixLayout;
 import org.cudagraph4j.graph.GraphArchive;
 import org.cudagraph4j.graph.GraphBindings;
 
@@ -20,7 +26,13 @@ import org.cudagraph4j.graph.GraphBindings;
  * every run either way. {@link #withProgrammaticDependentLaunch()} lets each layer's sgemm start
  * while the kernel before it is finishing (see {@link Sgemm#withProgrammaticDependentLaunch()}).
  *
- * <p>The layer refers to its weight, bias and workspace but does not own them. Thread safety:
+ * <p>A layer's weight, bias, input and output hold one element type: FP32, or BF16 or FP16 for
+ * the tensor cores. {@link #withCublasLt(CublasLt)} multiplies on cuBLASLt, with the bias and ReLU
+ * in its epilogue ({@link Mode#FUSED}) or in the shipped epilogue kernel of the layer's type
+ * ({@link Mode#UNFUSED}); BF16 and FP16 layers multiply only there. Either way every product
+ * accumulates in FP32.
+ *
+ * <p>The layer refers to its weight, bias, workspace and cuBLASLt handle but does not own them. Thread safety:
  * immutable; safe to share, except that launches through one workspace must be ordered on the
  * device (see {@link GemmWorkspace}).
  */
@@ -42,17 +54,20 @@ public final class Linear {
     private final GemmWorkspace workspace;
     private final boolean programmaticDependentLaunch;
     private final MathMode mathMode;
+    private final CublasLt lt;
+    private final ElementType type;
 
     /**
      * Creates a layer on weight and bias buffers that stay owned by the caller.
      *
      * @param kernels the loaded kernels to run on
-     * @param weight [outFeatures, inFeatures] floats
-     * @param bias [outFeatures] floats
+     * @param weight [outFeatures, inFeatures] elements: FLOAT32, or FLOAT16 or BFLOAT16 for a layer that
+     *     multiplies on {@linkplain #withCublasLt cuBLASLt}
+     * @param bias [outFeatures] elements of the weight's type
      * @param inFeatures columns of x and of the weight, at least 1
      * @param outFeatures rows of the weight and columns of y, at least 1
-     * @throws IllegalArgumentException if a feature count is below 1, or a buffer does not hold FLOAT32 or is too
-     *     short
+     * @throws IllegalArgumentException if a feature count is below 1, the weight holds another type, the bias
+     *     another type than the weight, or a buffer is too short
      * @throws NullPointerException if {@code kernels}, {@code weight} or {@code bias} is null
      */
     public Linear(ShippedKernels kernels, DeviceBuffer weight, DeviceBuffer bias, int inFeatures, int outFeatures) {
@@ -61,8 +76,13 @@ public final class Linear {
             throw new IllegalArgumentException("Linear needs inFeatures, outFeatures >= 1, got " + inFeatures + ", "
                     + outFeatures);
         }
-        MatrixChecks.requireFloats("weight", weight, (long) outFeatures * inFeatures);
-        MatrixChecks.requireFloats("bias", bias, outFeatures);
+        Objects.requireNonNull(weight, "weight");
+        this.type = weight.elementType();
+        if (type != ElementType.FLOAT32 && type != ElementType.FLOAT16 && type != ElementType.BFLOAT16) {
+            throw new IllegalArgumentException("weight must hold FLOAT32, FLOAT16 or BFLOAT16, not " + type);
+        }
+        MatrixChecks.requireElements("weight", weight, type, (long) outFeatures * inFeatures);
+        MatrixChecks.requireElements("bias", bias, type, outFeatures);
         this.weight = weight;
         this.bias = bias;
         this.inFeatures = inFeatures;
@@ -71,10 +91,11 @@ public final class Linear {
         this.workspace = null;
         this.programmaticDependentLaunch = false;
         this.mathMode = MathMode.FP32;
+        this.lt = null;
     }
 
     private Linear(Linear layer, Dim3 epilogueGrid, GemmWorkspace workspace, boolean programmaticDependentLaunch,
-            MathMode mathMode) {
+            MathMode mathMode, CublasLt lt) {
         this.kernels = layer.kernels;
         this.weight = layer.weight;
         this.bias = layer.bias;
@@ -84,6 +105,8 @@ public final class Linear {
         this.workspace = workspace;
         this.programmaticDependentLaunch = programmaticDependentLaunch;
         this.mathMode = mathMode;
+        this.lt = lt;
+        this.type = layer.type;
     }
 
     /**
@@ -126,7 +149,7 @@ public final class Linear {
      */
     public Linear withEpilogueGrid(Dim3 grid) {
         return new Linear(this, Objects.requireNonNull(grid, "grid"), workspace, programmaticDependentLaunch,
-                mathMode);
+                mathMode, lt);
     }
 
     /**
@@ -141,7 +164,7 @@ public final class Linear {
      */
     public Linear withWorkspace(GemmWorkspace workspace) {
         return new Linear(this, epilogueGrid, Objects.requireNonNull(workspace, "workspace"),
-                programmaticDependentLaunch, mathMode);
+                programmaticDependentLaunch, mathMode, lt);
     }
 
     /**
@@ -151,7 +174,7 @@ public final class Linear {
      * @return a new layer on the same buffers; this one is unchanged
      */
     public Linear withProgrammaticDependentLaunch() {
-        return new Linear(this, epilogueGrid, workspace, true, mathMode);
+        return new Linear(this, epilogueGrid, workspace, true, mathMode, lt);
     }
 
     /**
@@ -163,7 +186,47 @@ public final class Linear {
      */
     public Linear withMathMode(MathMode mode) {
         return new Linear(this, epilogueGrid, workspace, programmaticDependentLaunch,
-                Objects.requireNonNull(mode, "mode"));
+                Objects.requireNonNull(mode, "mode"), lt);
+    }
+
+    /**
+     * A copy of this layer that multiplies on cuBLASLt through {@code lt}'s workspace, in the
+     * layer's element type with FP32 accumulation: {@link Mode#FUSED} as one matmul with cuBLASLt's
+     * RELU_BIAS epilogue, {@link Mode#UNFUSED} as a matmul and the shipped epilogue kernel. An FP32
+     * layer's {@link #withMathMode math mode} picks the compute type: {@link MathMode#TF32} rounds to
+     * TF32, the others multiply in full FP32. Workspace and programmatic dependent launch apply to the
+     * shipped sgemm only.
+     *
+     * @param lt the handle, on the kernels' device, which stays owned by the caller; forward passes through it must
+     *     be ordered on the device (see {@link CublasLt})
+     * @return a new layer on the same buffers; this one is unchanged
+     * @throws IllegalArgumentException if {@code lt} is on another device than the kernels
+     * @throws NullPointerException if {@code lt} is null
+     */
+    public Linear withCublasLt(CublasLt lt) {
+        Objects.requireNonNull(lt, "lt");
+        if (!lt.device().equals(kernels.device())) {
+            throw new IllegalArgumentException(lt + " is on another device than the kernels, " + kernels.device());
+        }
+        return new Linear(this, epilogueGrid, workspace, programmaticDependentLaunch, mathMode, lt);
+    }
+
+    /**
+     * The element type of the weight, bias, input and output.
+     *
+     * @return FLOAT32, FLOAT16 or BFLOAT16
+     */
+    public ElementType elementType() {
+        return type;
+    }
+
+    /**
+     * Whether this layer multiplies on cuBLASLt.
+     *
+     * @return true after {@link #withCublasLt}
+     */
+    public boolean usesCublasLt() {
+        return lt != null;
     }
 
     /**
@@ -180,20 +243,29 @@ public final class Linear {
      *
      * @param stream the stream to launch on
      * @param batch rows of x and y, at least 1
-     * @param x [batch, inFeatures] floats
-     * @param y [batch, outFeatures] floats; must not overlap x
+     * @param x [batch, inFeatures] elements of the layer's type
+     * @param y [batch, outFeatures] elements of the layer's type; must not overlap x
      * @param mode one fused kernel, or the seed's two kernels
-     * @throws IllegalArgumentException if {@code batch} is below 1, {@code x} or {@code y} does not hold FLOAT32 or
-     *     is too short, or {@code y} overlaps {@code x} or the weight
+     * @throws IllegalArgumentException if {@code batch} is below 1, {@code x} or {@code y} does not hold the layer's
+     *     type or is too short, or {@code y} overlaps {@code x} or the weight
      * @throws NullPointerException if {@code x}, {@code y} or {@code mode} is null
-     * @throws IllegalStateException if the stream, a buffer or the kernels are closed
+     * @throws IllegalStateException if the stream, a buffer or the kernels are closed, or a FLOAT16 or BFLOAT16
+     *     layer has no {@linkplain #withCublasLt cuBLASLt handle}
      */
     public void forward(CudaStream stream, int batch, DeviceBuffer x, DeviceBuffer y, Mode mode) {
         if (batch < 1) {
             throw new IllegalArgumentException("batch must be at least 1, got " + batch);
         }
-        MatrixChecks.requireFloats("x", x, (long) batch * inFeatures);
-        MatrixChecks.requireFloats("y", y, (long) batch * outFeatures);
+        MatrixChecks.requireElements("x", x, type, (long) batch * inFeatures);
+        MatrixChecks.requireElements("y", y, type, (long) batch * outFeatures);
+        Objects.requireNonNull(mode, "mode");
+        if (lt != null) {
+            forwardOnCublasLt(stream, batch, x, y, mode);
+            return;
+        }
+        if (type != ElementType.FLOAT32) {
+            throw new IllegalStateException("a " + type + " layer multiplies on cuBLASLt: use withCublasLt(lt)");
+        }
         Sgemm sgemm = kernels.sgemm().withMathMode(mathMode);
         if (programmaticDependentLaunch) {
             sgemm = sgemm.withProgrammaticDependentLaunch();
@@ -207,6 +279,24 @@ public final class Linear {
                         null);
                 Dim3 grid = epilogueGrid != null ? epilogueGrid : BiasRelu.defaultGrid(batch, outFeatures);
                 kernels.biasRelu().apply(stream, batch, outFeatures, y, bias, y, grid, BiasRelu.BLOCK);
+            }
+        }
+    }
+
+    private void forwardOnCublasLt(CudaStream stream, int batch, DeviceBuffer x, DeviceBuffer y, Mode mode) {
+        if (MatrixChecks.overlaps(y, x) || MatrixChecks.overlaps(y, weight)) {
+            throw new IllegalArgumentException("y must not overlap x or the weight");
+        }
+        Matmul product = Matmul.of(MatrixLayout.rowMajor(type, batch, inFeatures), Matmul.Op.NONE,
+                MatrixLayout.rowMajor(type, outFeatures, inFeatures), Matmul.Op.TRANSPOSE,
+                MatrixLayout.rowMajor(type, batch, outFeatures))
+                .withCompute(mathMode == MathMode.TF32 ? MatmulCompute.FP32_FAST_TF32 : MatmulCompute.FP32);
+        switch (mode) {
+            case FUSED -> lt.matmul(stream, product.withEpilogue(MatmulEpilogue.RELU_BIAS), x, weight, y, bias);
+            case UNFUSED -> {
+                lt.matmul(stream, product, x, weight, y, null);
+                Dim3 grid = epilogueGrid != null ? epilogueGrid : BiasRelu.defaultGrid(batch, outFeatures);
+                kernels.biasRelu(type).apply(stream, batch, outFeatures, y, bias, y, grid, BiasRelu.BLOCK);
             }
         }
     }

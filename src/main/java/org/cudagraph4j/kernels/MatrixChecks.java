@@ -30,12 +30,24 @@ final class MatrixChecks {
      * @throws IllegalArgumentException if it does not hold FLOAT32 or is shorter
      */
     static void requireFloats(String name, DeviceBuffer buffer, long elements) {
+        requireElements(name, buffer, ElementType.FLOAT32, elements);
+    }
+
+    /**
+     * Requires {@code buffer} to hold at least {@code elements} elements of {@code type}.
+     *
+     * @param name the matrix's name in the message
+     * @throws NullPointerException naming the matrix, if {@code buffer} is null
+     * @throws IllegalArgumentException if it holds another type or is shorter
+     */
+    static void requireElements(String name, DeviceBuffer buffer, ElementType type, long elements) {
         Objects.requireNonNull(buffer, name);
-        if (buffer.elementType() != ElementType.FLOAT32) {
-            throw new IllegalArgumentException(name + " must hold FLOAT32, not " + buffer.elementType());
+        if (buffer.elementType() != type) {
+            throw new IllegalArgumentException(name + " must hold " + type + ", not " + buffer.elementType());
         }
         if (buffer.length() < elements) {
-            throw new IllegalArgumentException(name + " needs " + elements + " floats but has " + buffer.length());
+            throw new IllegalArgumentException(name + " needs " + elements
+                    + (type == ElementType.FLOAT32 ? " floats" : " " + type + " elements") + " but has " + buffer.length());
         }
     }
 

@@ -5,6 +5,7 @@ import java.util.Objects;
 import org.cudagraph4j.CudaLibrary;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.ElementType;
 import org.cudagraph4j.graph.GraphArchive;
 import org.cudagraph4j.graph.GraphBindings;
 
@@ -13,6 +14,9 @@ import org.cudagraph4j.graph.GraphBindings;
  * The activations between layers go through two buffers the stack owns, used in turn, and the
  * fused layers split K through a {@link GemmWorkspace} the stack owns, so a forward pass allocates
  * nothing and can be captured into a graph.
+ *
+ * <p>The layers hold one element type, FP32, BF16 or FP16, which the activations take too (see
+ * {@link Linear} for what multiplies where).
  *
  * <p>Thread safety: one forward pass at a time, in device order. Forward passes on one stream (or
  * replays of one graph captured from it) are safe; passes that could overlap on the device, from
@@ -27,6 +31,7 @@ public final class Mlp implements AutoCloseable {
     private final DeviceBuffer ping;
     private final DeviceBuffer pong;
     private final GemmWorkspace workspace;
+    private final ElementType type;
 
     /**
      * Stacks {@code layers}, whose weights stay owned by the caller, for batches of up to {@code maxBatch} rows.
@@ -49,6 +54,10 @@ public final class Mlp implements AutoCloseable {
                 throw new IllegalArgumentException("layer " + i + " takes " + stack.get(i).inFeatures()
                         + " features but layer " + (i - 1) + " gives " + stack.get(i - 1).outFeatures());
             }
+            if (stack.get(i).elementType() != stack.getFirst().elementType()) {
+                throw new IllegalArgumentException("layer " + i + " holds " + stack.get(i).elementType()
+                        + " but layer 0 " + stack.getFirst().elementType() + ": a stack holds one element type");
+            }
         }
         if (maxBatch < 1) {
             throw new IllegalArgumentException("maxBatch must be at least 1, got " + maxBatch);
@@ -60,14 +69,16 @@ public final class Mlp implements AutoCloseable {
         }
         long activation = (long) maxBatch * stack.stream().mapToInt(Linear::outFeatures).max().orElseThrow();
         this.maxBatch = maxBatch;
+        this.type = stack.getFirst().elementType();
+        boolean onSgemm = stack.stream().anyMatch(layer -> !layer.usesCublasLt());
         DeviceBuffer first = null;
         DeviceBuffer second = null;
         try {
-            first = kernels.device().allocateFloats(activation);
-            second = kernels.device().allocateFloats(activation);
-            this.workspace = GemmWorkspace.allocate(kernels.device(), workspaceSize(kernels.gemmConfigs(),
-                    kernels.tuning(), kernels.multiprocessorCount(), widths,
-                    stack.stream().map(Linear::mathMode).toList(), maxBatch));
+            first = kernels.device().allocate(type, activation);
+            second = kernels.device().allocate(type, activation);
+            this.workspace = GemmWorkspace.allocate(kernels.device(), !onSgemm ? GemmWorkspace.Size.NONE
+                    : workspaceSize(kernels.gemmConfigs(), kernels.tuning(), kernels.multiprocessorCount(), widths,
+                            stack.stream().map(Linear::mathMode).toList(), maxBatch));
         } catch (RuntimeException e) {
             closeAll(first, second);
             throw e;
@@ -170,11 +181,11 @@ public final class Mlp implements AutoCloseable {
      *
      * @param stream the stream to launch on
      * @param batch rows of x and y, 1 to the maxBatch given at construction
-     * @param x [batch, inFeatures] floats; only read
-     * @param y [batch, outFeatures] floats; must not overlap x
+     * @param x [batch, inFeatures] elements of the layers' type; only read
+     * @param y [batch, outFeatures] elements of the layers' type; must not overlap x
      * @param mode how each layer applies its bias and ReLU
      * @throws IllegalArgumentException if {@code batch} is out of range, {@code x} or {@code y} does not hold
-     *     FLOAT32 or is too short, or {@code y} overlaps {@code x}
+     *     the layers' type or is too short, or {@code y} overlaps {@code x}
      * @throws NullPointerException if {@code x}, {@code y} or {@code mode} is null
      * @throws IllegalStateException if the stream, a buffer, the kernels or this stack are closed
      */
@@ -183,8 +194,8 @@ public final class Mlp implements AutoCloseable {
         if (batch < 1 || batch > maxBatch) {
             throw new IllegalArgumentException("batch must be 1 to " + maxBatch + ", got " + batch);
         }
-        MatrixChecks.requireFloats("x", x, (long) batch * inFeatures());
-        MatrixChecks.requireFloats("y", y, (long) batch * outFeatures());
+        MatrixChecks.requireElements("x", x, type, (long) batch * inFeatures());
+        MatrixChecks.requireElements("y", y, type, (long) batch * outFeatures());
         if (MatrixChecks.overlaps(x, y)) {
             throw new IllegalArgumentException("y must not overlap x");
         }

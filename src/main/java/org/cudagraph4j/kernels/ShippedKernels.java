@@ -4,6 +4,7 @@ import java.util.List;
 import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaLibrary;
 import org.cudagraph4j.DeviceProperties;
+import org.cudagraph4j.ElementType;
 
 /**
  * The sgemm and bias+ReLU kernels shipped inside the cudagraph4j jar, loaded for one device: the
@@ -25,7 +26,7 @@ public final class ShippedKernels implements AutoCloseable {
     private final String image;
     private final CudaLibrary library;
     private final List<GemmConfig> configs;
-    private final String epilogueKernel;
+    private final KernelManifest manifest;
     private final int multiprocessorCount;
     private final SgemmTuning tuning;
 
@@ -39,7 +40,7 @@ public final class ShippedKernels implements AutoCloseable {
         this.configs = manifest.gemmConfigs(image).stream()
                 .filter(c -> c.sharedMemBytes() <= properties.sharedMemPerBlockOptinBytes())
                 .toList();
-        this.epilogueKernel = manifest.epilogueKernel();
+        this.manifest = manifest;
         this.multiprocessorCount = properties.multiprocessorCount();
         this.tuning = SgemmTuning.load();
         for (GemmConfig config : configs) {
@@ -115,13 +116,26 @@ public final class ShippedKernels implements AutoCloseable {
     }
 
     /**
-     * The standalone bias+ReLU epilogue on these kernels.
+     * The standalone FP32 bias+ReLU epilogue on these kernels.
      *
      * @return a new {@link BiasRelu}, valid while these kernels are open
      * @throws IllegalStateException if these kernels are closed
      */
     public BiasRelu biasRelu() {
-        return new BiasRelu(library.kernel(epilogueKernel));
+        return biasRelu(ElementType.FLOAT32);
+    }
+
+    /**
+     * The standalone bias+ReLU epilogue for matrices of {@code type}: FP32, or FP16 and BF16, which
+     * it sums in FP32 and rounds once to nearest even.
+     *
+     * @param type {@link ElementType#FLOAT32}, {@link ElementType#FLOAT16} or {@link ElementType#BFLOAT16}
+     * @return a new {@link BiasRelu}, valid while these kernels are open
+     * @throws IllegalArgumentException if no shipped epilogue takes {@code type}
+     * @throws IllegalStateException if these kernels are closed
+     */
+    public BiasRelu biasRelu(ElementType type) {
+        return new BiasRelu(library.kernel(manifest.epilogueKernel(type)), type);
     }
 
     /**

@@ -12,6 +12,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.cudagraph4j.cublaslt.cublasLtMatmulAlgo_t;
+import org.cudagraph4j.cublaslt.cublasLtMatmulHeuristicResult_t;
 import org.cudagraph4j.cudart.cudaDeviceProp;
 import org.cudagraph4j.cudart.cudaGraphEdgeData;
 import org.cudagraph4j.cudart.cudaGraphExecUpdateResultInfo;
@@ -52,6 +54,10 @@ public class GeneratedBindingsTest {
         assertEquals(88, cudaMemPoolProps.layout().byteSize());
         assertEquals(88, cudaPointerAttributes.layout().byteSize());
         assertEquals(72, CUDA_KERNEL_NODE_PARAMS_v2_st.layout().byteSize());
+        assertEquals(64, cublasLtMatmulAlgo_t.layout().byteSize());
+        assertEquals(96, cublasLtMatmulHeuristicResult_t.layout().byteSize());
+        assertEquals(64, cublasLtMatmulHeuristicResult_t.workspaceSize$offset());
+        assertEquals(72, cublasLtMatmulHeuristicResult_t.state$offset());
     }
 
     @Test

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import org.cudagraph4j.Dim3;
+import org.cudagraph4j.ElementType;
 import org.junit.jupiter.api.Test;
 
 class KernelManifestTest {
@@ -68,6 +69,16 @@ class KernelManifestTest {
             }
         }
         assertTrue(manifest.epilogueKernel().contains("bias"), manifest.epilogueKernel());
+    }
+
+    @Test
+    void shipsTheStandaloneEpilogueInEachFloatingPointFormat() {
+        assertEquals("cg4j_epilogue_f32_bias_f32_relu", manifest.epilogueKernel(ElementType.FLOAT32));
+        assertEquals("cg4j_epilogue_f16_bias_f16_relu", manifest.epilogueKernel(ElementType.FLOAT16));
+        assertEquals("cg4j_epilogue_bf16_bias_bf16_relu", manifest.epilogueKernel(ElementType.BFLOAT16));
+        assertEquals("the bias+ReLU epilogue takes FLOAT32, FLOAT16 or BFLOAT16 matrices, not INT8",
+                assertThrows(IllegalArgumentException.class,
+                        () -> manifest.epilogueKernel(ElementType.INT8)).getMessage());
     }
 
     @Test

@@ -1,0 +1,47 @@
+package org.cudagraph4j.internal;
+
+import java.lang.foreign.SymbolLookup;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+import java.util.function.UnaryOperator;
+
+/**
+ * Finds and opens {@code libcublasLt.so.13}, cuBLASLt, for its generated bindings; the one gate in
+ * front of them, as {@link CudartLoader} is for the runtime, with the same search
+ * ({@link NativeLibrarySearch}) under the property {@value #PATH_PROPERTY}. Only {@link CublasLt}
+ * calls it, on its first use, so the rest of the library never needs cuBLASLt.
+ */
+public final class CublasLtLoader {
+    public static final String PATH_PROPERTY = "org.cudagraph4j.cublaslt.path";
+    public static final String SONAME = "libcublasLt.so.13";
+    private static final NativeLibrarySearch SEARCH = new NativeLibrarySearch(
+            "cuBLASLt, the CUDA BLAS matmul library (" + SONAME + ")", SONAME, PATH_PROPERTY, "cublasLtGetVersion",
+            null);
+
+    private CublasLtLoader() {}
+
+    /**
+     * Opens cuBLASLt if it is not open yet.
+     *
+     * @return a lookup of its symbols
+     * @throws org.cudagraph4j.error.CudaRuntimeNotFoundException listing every place tried
+     */
+    public static SymbolLookup ensureLoaded() {
+        return SEARCH.ensureLoaded();
+    }
+
+    /** The file cuBLASLt was opened from, if it has been. */
+    public static Optional<Path> loadedFile() {
+        return SEARCH.loadedFile();
+    }
+
+    static List<NativeLibrarySearch.Candidate> candidates(UnaryOperator<String> properties,
+            UnaryOperator<String> environment) {
+        return SEARCH.candidates(properties, environment);
+    }
+
+    static SymbolLookup load(List<NativeLibrarySearch.Candidate> candidates) {
+        return SEARCH.load(candidates);
+    }
+}
