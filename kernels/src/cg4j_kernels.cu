@@ -3,6 +3,7 @@
 #include "cg4j/sgemm_simt.cuh"
 #include "cg4j/sgemm_tensor_op.cuh"
 #include "cg4j/sgemm_wgmma.cuh"
+#include "cg4j/gemv/kernel/gemv_half.cuh"
 
 using cg4j::GemmShape;
 using cg4j::ThreadShape;
@@ -76,3 +77,13 @@ extern "C" __global__ void cg4j_epilogue_f32_bias_f32_relu(int M, int N, const f
   }
 CG4J_HALF_EPILOGUE(cg4j_epilogue_f16_bias_f16_relu, __half)
 CG4J_HALF_EPILOGUE(cg4j_epilogue_bf16_bias_bf16_relu, __nv_bfloat16)
+
+// Half-precision GEMV with bias+ReLU for batches of up to 8 rows: (int batch, int N, int K, const T* X,
+// const T* W, const T* bias, T* Y), T __half or __nv_bfloat16; grid ceil(N/4), block 128.
+#define CG4J_HALF_GEMV(NAME, ELEMENT)                                                                              \
+  extern "C" __global__ void __launch_bounds__(cg4j::gemv::kernel::GemvHalfBiasRelu<ELEMENT>::kThreads)          \
+      NAME(int batch, int N, int K, const ELEMENT *X, const ELEMENT *W, const ELEMENT *bias, ELEMENT *Y) {       \
+    cg4j::gemv::kernel::GemvHalfBiasRelu<ELEMENT>::run(batch, N, K, X, W, bias, Y);                              \
+  }
+CG4J_HALF_GEMV(cg4j_gemv_f16_8x4_bias_f16_relu, __half)
+CG4J_HALF_GEMV(cg4j_gemv_bf16_8x4_bias_bf16_relu, __nv_bfloat16)

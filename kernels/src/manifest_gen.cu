@@ -6,6 +6,7 @@
 #include "cg4j/sgemm_simt.cuh"
 #include "cg4j/sgemm_tensor_op.cuh"
 #include "cg4j/sgemm_wgmma.cuh"
+#include "cg4j/gemv/kernel/gemv_half.cuh"
 
 using cg4j::GemmShape;
 using cg4j::ThreadShape;
@@ -78,7 +79,8 @@ int main() {
 #undef CG4J_TENSOROP_SGEMM_SPLITK
 #undef CG4J_WGMMA_SGEMM
 #undef CG4J_WGMMA_SGEMM_SPLITK
-  std::printf("%scg4j_epilogue_f32_bias_f32_relu,cg4j_epilogue_f16_bias_f16_relu,cg4j_epilogue_bf16_bias_bf16_relu\n",
+  std::printf("%scg4j_epilogue_f32_bias_f32_relu,cg4j_epilogue_f16_bias_f16_relu,cg4j_epilogue_bf16_bias_bf16_relu,"
+              "cg4j_gemv_f16_8x4_bias_f16_relu,cg4j_gemv_bf16_8x4_bias_bf16_relu\n",
               sep);
 
 #define CG4J_SGEMM(NAME, EPI, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B, ALIGN_B, STAGES, PAD_BN, MIN_BLOCKS)       \
@@ -158,6 +160,20 @@ int main() {
     std::printf("kernel.%s.block=8,32,1\n", e);
     std::printf("kernel.%s.sharedMemBytes=0\n", e);
     std::printf("kernel.%s.grid=any (grid-stride); suggested (the seed at M=2048): ceil(M/8),2,1\n", e);
+  }
+  const char *half_gemvs[][2] = {{"cg4j_gemv_f16_8x4_bias_f16_relu", "f16"},
+                                 {"cg4j_gemv_bf16_8x4_bias_bf16_relu", "bf16"}};
+  for (const auto &gemv : half_gemvs) {
+    using G = cg4j::gemv::kernel::GemvHalfBiasRelu<float>;
+    const char *g = gemv[0];
+    std::printf("kernel.%s.family=half_gemv_bias_relu\n", g);
+    std::printf("kernel.%s.element=%s\n", g, gemv[1]);
+    std::printf("kernel.%s.maxBatch=%d\n", g, G::kMaxBatch);
+    std::printf("kernel.%s.threads=%d\n", g, G::kThreads);
+    std::printf("kernel.%s.block=%d,1,1\n", g, G::kThreads);
+    std::printf("kernel.%s.sharedMemBytes=0\n", g);
+    std::printf("kernel.%s.grid=ceil(N/%d),1,1\n", g, G::kWarps);
+    std::printf("kernel.%s.alignment=%d\n", g, G::kVector);
   }
   return 0;
 }

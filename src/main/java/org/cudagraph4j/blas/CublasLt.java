@@ -5,6 +5,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
@@ -33,9 +34,11 @@ import org.cudagraph4j.ElementType;
  * }
  *
  * <p>Thread safety: safe to share. Plans made without a workspace of their own share the handle's
- * workspace: their matmuls must run in one order on the device (one stream, or graphs launched on
- * one stream); give concurrent streams a handle each, or plans with their own workspace.
- * {@link #close()} must not race the handle's use.
+ * workspace, so their matmuls must run in one order on the device: the handle's workspace serves
+ * the first stream a matmul runs on through it, and a matmul on another stream is refused
+ * ({@link IllegalStateException}) rather than left to race it. Give each stream a handle of its own
+ * (a serving lane, say), or plans with their own workspace. {@link #close()} must not race the
+ * handle's use.
  */
 public final class CublasLt implements AutoCloseable {
     /** The workspace a handle gets by default, as PyTorch gives cuBLASLt on Hopper: 32 MiB. */
@@ -47,6 +50,8 @@ public final class CublasLt implements AutoCloseable {
     private final Map<AlgorithmKey, org.cudagraph4j.internal.CublasLt.Algorithm> algorithms = new ConcurrentHashMap<>();
     private final Set<MatmulPlan> plans = ConcurrentHashMap.newKeySet();
     private final Map<Matmul, MatmulPlan> kept = new ConcurrentHashMap<>();
+    /** The stream the handle's workspace serves: the first one a matmul ran on through it. */
+    private final AtomicLong workspaceStream = new AtomicLong();
     private volatile boolean closed;
 
     private record AlgorithmKey(Matmul matmul, long workspaceBytes) {}
@@ -195,6 +200,26 @@ public final class CublasLt implements AutoCloseable {
 
     MemorySegment handle() {
         return handle;
+    }
+
+    /**
+     * Claims the handle's workspace for {@code stream}, the first time; later, refuses any other stream.
+     *
+     * @throws IllegalStateException if the workspace serves another stream
+     */
+    void claimWorkspace(CudaStream stream) {
+        long address = stream.handle().address();
+        long owner = workspaceStream.compareAndExchange(0, address);
+        if (owner != 0 && owner != address) {
+            throw new IllegalStateException("this cuBLASLt handle's workspace serves the stream at 0x"
+                    + Long.toHexString(owner) + ", and a matmul on " + stream + " could overwrite it while that stream"
+                    + " uses it: give each stream a CublasLt of its own, or plan with a workspace of its own");
+        }
+    }
+
+    /** Whether {@code buffer} is this handle's own workspace. */
+    boolean ownsWorkspace(DeviceBuffer buffer) {
+        return buffer != null && buffer == workspace;
     }
 
     void forget(MatmulPlan plan) {

@@ -182,8 +182,9 @@ public final class MatmulPlan implements AutoCloseable {
      *     another device than the handle, is less aligned than the product says, or overlaps D; if the bias is
      *     missing or given without a bias epilogue; if C is missing while {@code beta} is not 0; or if the
      *     stream is on another device
-     * @throws IllegalStateException if the plan, its handle, the stream or a buffer is closed, or a buffer is
-     *     graph memory of another graph than the one the stream captures into
+     * @throws IllegalStateException if the plan, its handle, the stream or a buffer is closed, a buffer is
+     *     graph memory of another graph than the one the stream captures into, or the plan runs in the handle's
+     *     workspace and that serves another stream
      * @throws org.cudagraph4j.error.CublasException if cuBLASLt fails
      */
     public void run(CudaStream stream, float alpha, DeviceBuffer a, DeviceBuffer b, float beta, DeviceBuffer c,
@@ -220,6 +221,9 @@ public final class MatmulPlan implements AutoCloseable {
                 throw new IllegalArgumentException("D overlaps " + operand.name() + ": cuBLASLt reads it while D is"
                         + " written");
             }
+        }
+        if (lt.ownsWorkspace(workspace)) {
+            lt.claimWorkspace(stream);
         }
         GraphAccess access = GraphAccess.get();
         CaptureTracker.Slot slot = access.captureSlot(stream);

@@ -138,6 +138,39 @@ final class KernelManifest {
         throw new IllegalStateException("the kernels manifest lists no " + element + " bias+ReLU epilogue kernel");
     }
 
+    /**
+     * The half-precision GEMV with bias+ReLU for matrices of {@code type}, and the most rows it takes.
+     *
+     * @throws IllegalArgumentException if {@code type} is not FLOAT16 or BFLOAT16
+     */
+    HalfGemvKernel halfGemvKernel(ElementType type) {
+        String element = switch (type) {
+            case FLOAT16 -> "f16";
+            case BFLOAT16 -> "bf16";
+            default -> throw new IllegalArgumentException("the half-precision GEMV takes FLOAT16 or BFLOAT16, not "
+                    + type);
+        };
+        for (String name : properties.getProperty("kernels", "").split(",")) {
+            if (kernel(name, "family").equals("half_gemv_bias_relu")
+                    && properties.getProperty("kernel." + name + ".element", "").equals(element)) {
+                return new HalfGemvKernel(name, integer(name, "maxBatch"), integer(name, "threads"),
+                        integer(name, "threads") / 32, integer(name, "alignment"));
+            }
+        }
+        throw new IllegalStateException("the kernels manifest lists no " + element + " half-precision GEMV");
+    }
+
+    /**
+     * A half-precision GEMV instance as the manifest describes it.
+     *
+     * @param name the kernel's symbol
+     * @param maxBatch the most rows of X it takes
+     * @param threads threads per block
+     * @param outputsPerBlock output features per block: one per warp
+     * @param alignment elements per vector load, which K must be a multiple of
+     */
+    record HalfGemvKernel(String name, int maxBatch, int threads, int outputsPerBlock, int alignment) {}
+
     /** The manifest's "mainloop" of a tiled instance: absent for the cp.async tiles, "wgmma" for sm_90's. */
     private GemmConfig.Mainloop mainloop(String name) {
         String mainloop = properties.getProperty("kernel." + name + ".mainloop", "tiled");

@@ -56,6 +56,10 @@ public final class Linear {
     private final MathMode mathMode;
     private final CublasLt lt;
     private final ElementType type;
+    /** The shipped half-precision GEMV for this layer's type; null for FP32. */
+    private final HalfGemv gemv;
+    /** The most rows a fused half-precision forward gives the shipped GEMV rather than cuBLASLt. */
+    private final int halfGemvMaxBatch;
 
     /**
      * Creates a layer on weight and bias buffers that stay owned by the caller.
@@ -92,10 +96,17 @@ public final class Linear {
         this.programmaticDependentLaunch = false;
         this.mathMode = MathMode.FP32;
         this.lt = null;
+        this.gemv = type == ElementType.FLOAT32 ? null : kernels.halfGemv(type);
+        this.halfGemvMaxBatch = gemv == null ? 0 : gemv.maxBatch();
     }
 
     private Linear(Linear layer, Dim3 epilogueGrid, GemmWorkspace workspace, boolean programmaticDependentLaunch,
             MathMode mathMode, CublasLt lt) {
+        this(layer, epilogueGrid, workspace, programmaticDependentLaunch, mathMode, lt, layer.halfGemvMaxBatch);
+    }
+
+    private Linear(Linear layer, Dim3 epilogueGrid, GemmWorkspace workspace, boolean programmaticDependentLaunch,
+            MathMode mathMode, CublasLt lt, int halfGemvMaxBatch) {
         this.kernels = layer.kernels;
         this.weight = layer.weight;
         this.bias = layer.bias;
@@ -107,6 +118,8 @@ public final class Linear {
         this.mathMode = mathMode;
         this.lt = lt;
         this.type = layer.type;
+        this.gemv = layer.gemv;
+        this.halfGemvMaxBatch = halfGemvMaxBatch;
     }
 
     /**
@@ -192,7 +205,10 @@ public final class Linear {
     /**
      * A copy of this layer that multiplies on cuBLASLt through {@code lt}'s workspace, in the
      * layer's element type with FP32 accumulation: {@link Mode#FUSED} as one matmul with cuBLASLt's
-     * RELU_BIAS epilogue, {@link Mode#UNFUSED} as a matmul and the shipped epilogue kernel. An FP32
+     * RELU_BIAS epilogue, {@link Mode#UNFUSED} as a matmul and the shipped epilogue kernel. A fused
+     * BF16 or FP16 forward of at most {@link #halfGemvMaxBatch()} rows runs the shipped
+     * half-precision GEMV instead, which was measured faster there on an H200 (see
+     * {@link #withHalfGemvUpTo(int)}). An FP32
      * layer's {@link #withMathMode math mode} picks the compute type: {@link MathMode#TF32} rounds to
      * TF32, the others multiply in full FP32. Workspace and programmatic dependent launch apply to the
      * shipped sgemm only.
@@ -209,6 +225,37 @@ public final class Linear {
             throw new IllegalArgumentException(lt + " is on another device than the kernels, " + kernels.device());
         }
         return new Linear(this, epilogueGrid, workspace, programmaticDependentLaunch, mathMode, lt);
+    }
+
+    /**
+     * A copy of this layer whose fused BF16 or FP16 forward passes of at most {@code maxBatch} rows
+     * run the shipped half-precision GEMV (one kernel that streams the weights once), and larger
+     * ones cuBLASLt. The GEMV takes K a multiple of 8 and x and the weight aligned to 16 bytes;
+     * other products go to cuBLASLt whatever their batch.
+     *
+     * @param maxBatch 0 (every batch on cuBLASLt) to the GEMV's largest, 8, the default
+     * @return a new layer on the same buffers; this one is unchanged
+     * @throws IllegalArgumentException if {@code maxBatch} is out of range, or the layer is FP32
+     */
+    public Linear withHalfGemvUpTo(int maxBatch) {
+        if (gemv == null) {
+            throw new IllegalArgumentException("an FP32 layer multiplies on the shipped sgemm or cuBLASLt, not the"
+                    + " half-precision GEMV");
+        }
+        int largest = gemv.maxBatch();
+        if (maxBatch < 0 || maxBatch > largest) {
+            throw new IllegalArgumentException("maxBatch must be 0 to " + largest + ", got " + maxBatch);
+        }
+        return new Linear(this, epilogueGrid, workspace, programmaticDependentLaunch, mathMode, lt, maxBatch);
+    }
+
+    /**
+     * The most rows a fused half-precision forward on cuBLASLt gives the shipped GEMV instead.
+     *
+     * @return 8 by default for BF16 and FP16 layers, as {@link #withHalfGemvUpTo} set it; 0 for FP32
+     */
+    public int halfGemvMaxBatch() {
+        return halfGemvMaxBatch;
     }
 
     /**
@@ -291,6 +338,10 @@ public final class Linear {
                 MatrixLayout.rowMajor(type, outFeatures, inFeatures), Matmul.Op.TRANSPOSE,
                 MatrixLayout.rowMajor(type, batch, outFeatures))
                 .withCompute(mathMode == MathMode.TF32 ? MatmulCompute.FP32_FAST_TF32 : MatmulCompute.FP32);
+        if (mode == Mode.FUSED && batch <= halfGemvMaxBatch && gemv.takes(batch, inFeatures, x, weight)) {
+            gemv.apply(stream, batch, outFeatures, inFeatures, x, weight, bias, y);
+            return;
+        }
         switch (mode) {
             case FUSED -> lt.matmul(stream, product.withEpilogue(MatmulEpilogue.RELU_BIAS), x, weight, y, bias);
             case UNFUSED -> {

@@ -139,6 +139,17 @@ public final class ShippedKernels implements AutoCloseable {
     }
 
     /**
+     * The half-precision GEMV with bias+ReLU for small batches of a {@link Linear} layer of {@code type}.
+     *
+     * @throws IllegalArgumentException if {@code type} is not FLOAT16 or BFLOAT16
+     * @throws IllegalStateException if these kernels are closed
+     */
+    HalfGemv halfGemv(ElementType type) {
+        KernelManifest.HalfGemvKernel instance = manifest.halfGemvKernel(type);
+        return new HalfGemv(library.kernel(instance.name()), instance, type);
+    }
+
+    /**
      * The library the kernels were loaded into, for direct launches and graph nodes.
      *
      * @return the library, which {@link #close()} closes

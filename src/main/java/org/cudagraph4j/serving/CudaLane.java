@@ -15,6 +15,7 @@ import org.cudagraph4j.Cuda;
 import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.ElementType;
 import org.cudagraph4j.PinnedBuffer;
 import org.cudagraph4j.graph.CaptureMode;
 import org.cudagraph4j.graph.CudaGraph;
@@ -43,6 +44,7 @@ final class CudaLane implements Lane {
     private final LaneModel model;
     private final int inputWidth;
     private final int outputWidth;
+    private final ElementType elementType;
     private final List<Integer> buckets;
     private final CudaStream stream;
     private final PinnedBuffer stagedInput;
@@ -59,11 +61,12 @@ final class CudaLane implements Lane {
     private final Path archives;
     private final LaneModel.Archiving archiving;
 
-    CudaLane(int index, CudaDevice device, LaneModel model, int inputWidth, int outputWidth, BucketLadder ladder,
-            CapturePolicy policy, Path archives) {
+    CudaLane(int index, CudaDevice device, LaneModel model, ElementType elementType, int inputWidth, int outputWidth,
+            BucketLadder ladder, CapturePolicy policy, Path archives) {
         this.index = index;
         this.device = device;
         this.model = model;
+        this.elementType = elementType;
         this.inputWidth = inputWidth;
         this.outputWidth = outputWidth;
         this.buckets = ladder.sizes();
@@ -77,10 +80,10 @@ final class CudaLane implements Lane {
         List<AutoCloseable> made = new ArrayList<>();
         try {
             stream = add(made, device.createStream());
-            stagedInput = add(made, Cuda.allocatePinned((long) Float.BYTES * largest * inputWidth));
-            stagedOutput = add(made, Cuda.allocatePinned((long) Float.BYTES * largest * outputWidth));
-            input = add(made, device.allocateFloats((long) largest * inputWidth));
-            output = add(made, device.allocateFloats((long) largest * outputWidth));
+            stagedInput = add(made, Cuda.allocatePinned(elementType.byteSize() * largest * inputWidth));
+            stagedOutput = add(made, Cuda.allocatePinned(elementType.byteSize() * largest * outputWidth));
+            input = add(made, device.allocate(elementType, (long) largest * inputWidth));
+            output = add(made, device.allocate(elementType, (long) largest * outputWidth));
         } catch (RuntimeException e) {
             closeAll(made, e);
             throw e;
@@ -131,7 +134,7 @@ final class CudaLane implements Lane {
     @Override
     public void run(int bucket, int rows) {
         // Pad rows are zeros, so that the model never sees last batch's rows (or NaN) in them.
-        long rowBytes = (long) Float.BYTES * inputWidth;
+        long rowBytes = elementType.byteSize() * inputWidth;
         stagedInput.segment().asSlice(rows * rowBytes, (bucket - rows) * rowBytes).fill((byte) 0);
         DeviceBuffer in = input.slice(0, (long) bucket * inputWidth);
         DeviceBuffer out = output.slice(0, (long) bucket * outputWidth);
@@ -144,7 +147,7 @@ final class CudaLane implements Lane {
         }
         // Only the batch's own rows come back: the pad rows' outputs are never read.
         out.slice(0, (long) rows * outputWidth).copyToAsync(
-                stagedOutput.segment().asSlice(0, (long) Float.BYTES * rows * outputWidth), stream);
+                stagedOutput.segment().asSlice(0, elementType.byteSize() * rows * outputWidth), stream);
         stream.synchronize();
     }
 

@@ -21,6 +21,8 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import org.cudagraph4j.CudaDevice;
+import org.cudagraph4j.ElementType;
+import org.cudagraph4j.HalfFloats;
 import org.cudagraph4j.error.CudaException;
 
 /**
@@ -50,6 +52,11 @@ import org.cudagraph4j.error.CudaException;
  * that poisons the context makes the engine unhealthy ({@link #isHealthy()}) and fails every later
  * request at once with {@link EngineUnhealthyException}.
  *
+ * <p>Rows are FP32 by default; an engine started with {@link ElementType#BFLOAT16} or
+ * {@link ElementType#FLOAT16} serves a half-precision model: {@link #submit(float[])} rounds the
+ * rows to the format (to nearest even) and widens the answer exactly, and
+ * {@link #submit(MemorySegment, MemorySegment)} takes and gives the format's bits unconverted.
+ *
  * <p>Futures complete on the engine's lane threads: a callback chained without an executor runs
  * there and holds up that lane, so give slow callbacks an executor ({@code thenApplyAsync}).
  *
@@ -61,6 +68,7 @@ public final class InferenceEngine implements AutoCloseable {
     private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
     private static final AtomicInteger ENGINES = new AtomicInteger();
 
+    private final ElementType elementType;
     private final int inputWidth;
     private final int outputWidth;
     private final long inputRowBytes;
@@ -103,20 +111,27 @@ public final class InferenceEngine implements AutoCloseable {
         final MemorySegment input;
         final MemorySegment output;
         final T answer;
+        /** What turns the output into the answer once every piece is in (widening halves), or null. */
+        final Runnable finish;
         final AtomicInteger piecesLeft;
         final Outcome<T> future;
         final long submittedNanos = System.nanoTime();
 
-        Request(MemorySegment input, MemorySegment output, T answer, int pieces, InferenceEngine engine) {
+        Request(MemorySegment input, MemorySegment output, T answer, Runnable finish, int pieces,
+                InferenceEngine engine) {
             this.input = input;
             this.output = output;
             this.answer = answer;
+            this.finish = finish;
             this.piecesLeft = new AtomicInteger(pieces);
             this.future = new Outcome<>(engine, submittedNanos);
         }
 
         void pieceServed() {
             if (piecesLeft.decrementAndGet() == 0) {
+                if (finish != null) {
+                    finish.run();
+                }
                 future.complete(answer);
             }
         }
@@ -184,10 +199,16 @@ public final class InferenceEngine implements AutoCloseable {
     }
 
     InferenceEngine(int inputWidth, int outputWidth, List<? extends Lane> lanes, ServingOptions options) {
+        this(ElementType.FLOAT32, inputWidth, outputWidth, lanes, options);
+    }
+
+    InferenceEngine(ElementType elementType, int inputWidth, int outputWidth, List<? extends Lane> lanes,
+            ServingOptions options) {
+        this.elementType = elementType;
         this.inputWidth = inputWidth;
         this.outputWidth = outputWidth;
-        this.inputRowBytes = (long) Float.BYTES * inputWidth;
-        this.outputRowBytes = (long) Float.BYTES * outputWidth;
+        this.inputRowBytes = elementType.byteSize() * inputWidth;
+        this.outputRowBytes = elementType.byteSize() * outputWidth;
         this.options = options;
         this.maxWaitNanos = options.maxWait().toNanos();
         this.idleSpinNanos = options.idleSpin().toNanos();
@@ -238,6 +259,27 @@ public final class InferenceEngine implements AutoCloseable {
     }
 
     /**
+     * Starts an engine on {@code device} for a model whose rows hold {@code elementType}, as
+     * {@link #start(List, ElementType, int, int, LaneModel.Factory, ServingOptions)} does with that one device.
+     *
+     * @param device the device to serve on
+     * @param elementType the model's input and output element type: FLOAT32, FLOAT16 or BFLOAT16
+     * @param inputWidth elements per input row, at least 1
+     * @param outputWidth elements per output row, at least 1
+     * @param models makes one model copy per lane; the engine closes them
+     * @param options batching, capture and limits
+     * @return the running engine, which the caller closes
+     * @throws IllegalArgumentException if a width is below 1 or the element type is another
+     * @throws NullPointerException if an argument is null
+     * @throws org.cudagraph4j.error.CudaException if allocating or capturing fails; what was made is closed
+     */
+    public static InferenceEngine start(CudaDevice device, ElementType elementType, int inputWidth, int outputWidth,
+            LaneModel.Factory models, ServingOptions options) {
+        return start(List.of(Objects.requireNonNull(device, "device")), elementType, inputWidth, outputWidth, models,
+                options);
+    }
+
+    /**
      * Starts an engine on several devices: {@link ServingOptions#lanes()} lanes on each (made in
      * turn across the devices, each with a model copy from {@code models} on its device) and, with
      * {@link CapturePolicy#EAGER}, every bucket of every lane captured before returning. A batch
@@ -255,6 +297,35 @@ public final class InferenceEngine implements AutoCloseable {
      */
     public static InferenceEngine start(List<CudaDevice> devices, int inputWidth, int outputWidth,
             LaneModel.Factory models, ServingOptions options) {
+        return start(devices, ElementType.FLOAT32, inputWidth, outputWidth, models, options);
+    }
+
+    /**
+     * Starts an engine on several devices for a model whose input and output rows hold
+     * {@code elementType}, as {@link #start(List, int, int, LaneModel.Factory, ServingOptions)} does
+     * for FP32: each lane's staging and device buffers hold that type, and its model reads and
+     * writes it.
+     *
+     * @param devices the devices to serve on, at least one, no device twice
+     * @param elementType the model's input and output element type: FLOAT32, FLOAT16 or BFLOAT16
+     * @param inputWidth elements per input row, at least 1
+     * @param outputWidth elements per output row, at least 1
+     * @param models makes one model copy per lane; the engine closes them
+     * @param options batching, capture and limits
+     * @return the running engine, which the caller closes
+     * @throws IllegalArgumentException if a width is below 1, the element type is another, or {@code devices} is
+     *     empty or repeats a device
+     * @throws NullPointerException if an argument is null
+     * @throws org.cudagraph4j.error.CudaException if allocating or capturing fails; what was made is closed
+     */
+    public static InferenceEngine start(List<CudaDevice> devices, ElementType elementType, int inputWidth,
+            int outputWidth, LaneModel.Factory models, ServingOptions options) {
+        Objects.requireNonNull(elementType, "elementType");
+        if (elementType != ElementType.FLOAT32 && elementType != ElementType.FLOAT16
+                && elementType != ElementType.BFLOAT16) {
+            throw new IllegalArgumentException("an engine serves FLOAT32, FLOAT16 or BFLOAT16 rows, not "
+                    + elementType);
+        }
         Objects.requireNonNull(models, "models");
         Objects.requireNonNull(options, "options");
         if (devices.isEmpty() || devices.stream().distinct().count() != devices.size()) {
@@ -271,14 +342,14 @@ public final class InferenceEngine implements AutoCloseable {
                 device.makeCurrent();
                 LaneModel model = Objects.requireNonNull(models.create(device), "the model factory returned null");
                 try {
-                    lanes.add(new CudaLane(i, device, model, inputWidth, outputWidth, options.ladder(),
+                    lanes.add(new CudaLane(i, device, model, elementType, inputWidth, outputWidth, options.ladder(),
                             options.capturePolicy(), options.graphArchives()));
                 } catch (RuntimeException e) {
                     model.close();
                     throw e;
                 }
             }
-            return new InferenceEngine(inputWidth, outputWidth, lanes, options);
+            return new InferenceEngine(elementType, inputWidth, outputWidth, lanes, options);
         } catch (RuntimeException e) {
             lanes.forEach(Lane::close);
             throw e;
@@ -289,8 +360,10 @@ public final class InferenceEngine implements AutoCloseable {
      * Queues a request. Its rows are read when their batch runs, straight into the lane's pinned
      * staging: leave {@code rows} unchanged until the future completes.
      *
-     * @param rows {@code n * inputWidth} floats, row after row, {@code n >= 1}
-     * @return the future of the {@code n * outputWidth} output floats. It fails with
+     * @param rows {@code n * inputWidth} floats, row after row, {@code n >= 1}; rounded to nearest even first
+     *     when the engine's element type is FLOAT16 or BFLOAT16, which copies them at once
+     * @return the future of the {@code n * outputWidth} output floats, widened exactly from a half-precision
+     *     model's output. It fails with
      *     {@link QueueFullException} at once if the queue is full, {@link EngineUnhealthyException} if the engine is
      *     unhealthy, {@link IllegalStateException} if it is closed, a {@link java.util.concurrent.TimeoutException}
      *     past {@link ServingOptions#requestTimeout()}, or the {@link CudaException} of its batch
@@ -304,7 +377,21 @@ public final class InferenceEngine implements AutoCloseable {
                     + " floats, got " + rows.length + " floats");
         }
         float[] answer = new float[rows.length / inputWidth * outputWidth];
-        return enqueue(MemorySegment.ofArray(rows), MemorySegment.ofArray(answer), answer);
+        if (elementType == ElementType.FLOAT32) {
+            return enqueue(MemorySegment.ofArray(rows), MemorySegment.ofArray(answer), answer, null);
+        }
+        return enqueueWidened(MemorySegment.ofArray(HalfFloats.fromFloats(rows, elementType)), answer);
+    }
+
+    /** Queues half-precision rows whose answer comes back widened into {@code answer} once it is in. */
+    private CompletableFuture<float[]> enqueueWidened(MemorySegment input, float[] answer) {
+        short[] bits = new short[answer.length];
+        return enqueue(input, MemorySegment.ofArray(bits), answer, () -> {
+            for (int i = 0; i < bits.length; i++) {
+                answer[i] = elementType == ElementType.BFLOAT16 ? HalfFloats.bfloat16ToFloat(bits[i])
+                        : HalfFloats.float16ToFloat(bits[i]);
+            }
+        });
     }
 
     /**
@@ -314,7 +401,7 @@ public final class InferenceEngine implements AutoCloseable {
      * completes (a request whose arena closed first fails with {@link IllegalStateException}).
      * Rows of a confined arena are copied before this returns.
      *
-     * @param rows {@code n * inputWidth} floats in native byte order, row after row
+     * @param rows {@code n * inputWidth} elements of the engine's type in native byte order, row after row
      * @return the future of the {@code n * outputWidth} output floats, as for {@link #submit(float[])}
      * @throws IllegalArgumentException if {@code rows} is empty or not a whole number of rows
      * @throws NullPointerException if {@code rows} is null
@@ -322,7 +409,10 @@ public final class InferenceEngine implements AutoCloseable {
     public CompletableFuture<float[]> submit(MemorySegment rows) {
         checkRows(rows);
         float[] answer = new float[(int) (rows.byteSize() / inputRowBytes) * outputWidth];
-        return enqueue(readable(rows), MemorySegment.ofArray(answer), answer);
+        if (elementType == ElementType.FLOAT32) {
+            return enqueue(readable(rows), MemorySegment.ofArray(answer), answer, null);
+        }
+        return enqueueWidened(readable(rows), answer);
     }
 
     /**
@@ -330,8 +420,8 @@ public final class InferenceEngine implements AutoCloseable {
      * response from there: the rows are read as {@link #submit(MemorySegment)} reads them, and the
      * answer goes straight from the lane's pinned staging into {@code output}.
      *
-     * @param rows {@code n * inputWidth} floats in native byte order, row after row
-     * @param output {@code n * outputWidth} floats' room, writable by any thread (heap memory, or a
+     * @param rows {@code n * inputWidth} elements of the engine's type in native byte order, row after row
+     * @param output {@code n * outputWidth} elements' room, in the engine's type, writable by any thread (heap memory, or a
      *     global, automatic or shared arena's), left alone until the future completes. A batch
      *     already copying when the future is cancelled or times out may still write it, so give up
      *     a cancelled request's output rather than reuse it at once
@@ -354,7 +444,7 @@ public final class InferenceEngine implements AutoCloseable {
             throw new IllegalArgumentException("the output is confined to its arena's thread, and the engine's lanes "
                     + "write it: give a segment of heap memory or of a global, automatic or shared arena");
         }
-        return enqueue(readable(rows), output, output);
+        return enqueue(readable(rows), output, output, null);
     }
 
     private void checkRows(MemorySegment rows) {
@@ -368,10 +458,10 @@ public final class InferenceEngine implements AutoCloseable {
     /** {@code rows}, or a heap copy where the lanes could not read them (a confined arena's). */
     private MemorySegment readable(MemorySegment rows) {
         return rows.isAccessibleBy(workers.getFirst().thread) ? rows
-                : MemorySegment.ofArray(rows.toArray(ValueLayout.JAVA_FLOAT));
+                : MemorySegment.ofArray(rows.toArray(ValueLayout.JAVA_BYTE));
     }
 
-    private <T> CompletableFuture<T> enqueue(MemorySegment input, MemorySegment output, T answer) {
+    private <T> CompletableFuture<T> enqueue(MemorySegment input, MemorySegment output, T answer, Runnable finish) {
         int rowCount = (int) (input.byteSize() / inputRowBytes);
         int largest = ladder.largest();
         int pieces = (rowCount + largest - 1) / largest;
@@ -388,7 +478,7 @@ public final class InferenceEngine implements AutoCloseable {
                 rejected.increment();
                 return CompletableFuture.failedFuture(new QueueFullException(pieces, options.queueCapacity()));
             }
-            Request<T> request = new Request<>(input, output, answer, pieces, this);
+            Request<T> request = new Request<>(input, output, answer, finish, pieces, this);
             request.future.orTimeout(options.requestTimeout().toNanos(), TimeUnit.NANOSECONDS);
             for (int first = 0; first < rowCount; first += largest) {
                 queue.add(Piece.of(request, first, Math.min(largest, rowCount - first)));
@@ -667,6 +757,16 @@ public final class InferenceEngine implements AutoCloseable {
             poison = e;
             LOG.log(Level.ERROR, "inference engine unhealthy; every later request fails. Restart the process", e);
         }
+    }
+
+    /**
+     * The element type of the model's input and output rows, which {@link #submit(MemorySegment, MemorySegment)}
+     * takes and gives.
+     *
+     * @return FLOAT32, FLOAT16 or BFLOAT16
+     */
+    public ElementType elementType() {
+        return elementType;
     }
 
     /**

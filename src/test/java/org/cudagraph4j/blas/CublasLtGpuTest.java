@@ -152,6 +152,11 @@ class CublasLtGpuTest {
                 aligned16.run(stream, a.slice(8, 512), b, d, bias);
                 stream.synchronize();
             }
+            // The handle's workspace serves one stream: another would race it.
+            try (CudaStream other = device.createStream()) {
+                assertTrue(assertThrows(IllegalStateException.class, () -> plan.run(other, a, b, d, bias)).getMessage()
+                        .contains("give each stream a CublasLt of its own"));
+            }
             plan.close();
             assertThrows(IllegalStateException.class, () -> plan.run(stream, a, b, d, bias));
         }

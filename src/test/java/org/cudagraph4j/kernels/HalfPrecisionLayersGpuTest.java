@@ -129,6 +129,43 @@ class HalfPrecisionLayersGpuTest {
     }
 
     @Test
+    void smallBatchesRunTheShippedGemvAndAgreeWithCublasLtWithinTheFormatsRounding() {
+        int out = 203; // not a multiple of a block's four outputs
+        for (ElementType type : HALVES) {
+            for (int in : new int[] {512, 100}) { // 100 is no multiple of the GEMV's 8: cuBLASLt takes it
+                long seed = TestData.newSeed();
+                int rows = 8;
+                float[] x = halves(TestData.randomFloats(rows * in, seed), type, 1);
+                float[] w = halves(TestData.randomFloats(out * in, seed + 1), type, 1);
+                float[] b = halves(TestData.randomFloats(out, seed + 2), type, 1);
+                try (DeviceBuffer dx = upload(type, x); DeviceBuffer dw = upload(type, w);
+                        DeviceBuffer db = upload(type, b); DeviceBuffer dy = gpu.device().allocate(type, (long) rows * out)) {
+                    Linear gemv = new Linear(gpu.kernels(), dw, db, in, out).withCublasLt(lt);
+                    Linear cublasLt = gemv.withHalfGemvUpTo(0);
+                    assertEquals(8, gemv.halfGemvMaxBatch());
+                    for (int batch = 1; batch <= rows; batch++) {
+                        double[][] reference = layer(x, w, b, batch, in, out);
+                        for (Linear layer : List.of(gemv, cublasLt)) {
+                            dy.copyFromRounded(TestData.nans(rows * out));
+                            layer.forward(gpu.stream(), batch, dx, dy, Linear.Mode.FUSED);
+                            gpu.stream().synchronize();
+                            float[] got = java.util.Arrays.copyOf(dy.toFloatArray(), batch * out);
+                            assertWithin(reference, got, type, 1, type + " in " + in + " batch " + batch + " GEMV up to "
+                                    + layer.halfGemvMaxBatch() + " " + TestData.seedDescription(seed));
+                            assertTrue(Float.isNaN(dy.toFloatArray()[batch * out]) || batch == rows,
+                                    "rows past the batch are not written");
+                        }
+                    }
+                }
+            }
+        }
+        try (DeviceBuffer fw = gpu.allocateFloats(16); DeviceBuffer fb = gpu.allocateFloats(4)) {
+            assertThrows(IllegalArgumentException.class,
+                    () -> new Linear(gpu.kernels(), fw, fb, 4, 4).withHalfGemvUpTo(4));
+        }
+    }
+
+    @Test
     void aBf16MlpCapturedOnCublasLtReplaysFromOneGraphAgainstFloat64() {
         int width = 256;
         int layers = 6;

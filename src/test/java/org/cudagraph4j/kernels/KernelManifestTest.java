@@ -82,6 +82,14 @@ class KernelManifestTest {
     }
 
     @Test
+    void shipsAHalfPrecisionGemvOfUpToEightRowsForEachHalfFormat() {
+        KernelManifest.HalfGemvKernel bf16 = manifest.halfGemvKernel(ElementType.BFLOAT16);
+        assertEquals(new KernelManifest.HalfGemvKernel("cg4j_gemv_bf16_8x4_bias_bf16_relu", 8, 128, 4, 8), bf16);
+        assertEquals("cg4j_gemv_f16_8x4_bias_f16_relu", manifest.halfGemvKernel(ElementType.FLOAT16).name());
+        assertThrows(IllegalArgumentException.class, () -> manifest.halfGemvKernel(ElementType.FLOAT32));
+    }
+
+    @Test
     void theTransposedLayoutsTilesReadBSixteenBytesAtATimeInTheSameSharedMemory() {
         for (String tile : new String[] {"64x32x16", "128x128x16"}) {
             for (String epilogue : new String[] {"lincomb", "bias_f32_relu"}) {

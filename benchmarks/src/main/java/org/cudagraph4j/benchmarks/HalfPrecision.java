@@ -35,7 +35,8 @@ import picocli.CommandLine.Option;
  *       of back-to-back matmuls timed with CUDA events;</li>
  *   <li>the 16-layer MLP ({@code Linear(width, width)} + ReLU, BF16) as one graph: microseconds per
  *       forward, with a synchronize after each (median of 200) and pipelined (200 launches, one
- *       synchronize).</li>
+ *       synchronize); at batches of 8 or less, where the layers run the shipped GEMV, also with
+ *       every layer on cuBLASLt.</li>
  * </ul>
  * Inputs are random and never zero; each graph's output is checked against an eager forward pass.
  * Prints lines in the twin's format: {@code GEMM bf16 cg4j: ...} and {@code MLP16 bf16 cg4j graph: ...}.
@@ -45,6 +46,8 @@ public final class HalfPrecision {
     private static final int TRIALS = 15;
     private static final int GEMMS_PER_TRIAL = 20;
     private static final int FORWARDS = 200;
+    /** The batches a BF16 Linear gives the shipped GEMV by default, measured against cuBLASLt alone. */
+    private static final int GEMV_BATCHES = 8;
 
     private HalfPrecision() {}
 
@@ -80,9 +83,14 @@ public final class HalfPrecision {
                         2.0 * 2048 * 640 * 512 / (linear * 1e12) * 1e6);
                 for (int width : widths) {
                     for (int batch : batches) {
-                        double[] times = mlp(kernels, lt, stream, width, batch, random);
+                        double[] times = mlp(kernels, lt, stream, width, batch, random, true);
                         System.out.printf("MLP16 bf16 cg4j graph: width %d batch %d: %.1f us sync each, %.1f us"
                                 + " pipelined%n", width, batch, times[0], times[1]);
+                        if (batch <= GEMV_BATCHES) {
+                            double[] onCublasLt = mlp(kernels, lt, stream, width, batch, random, false);
+                            System.out.printf("MLP16 bf16 cg4j graph, cuBLASLt only: width %d batch %d: %.1f us sync"
+                                    + " each, %.1f us pipelined%n", width, batch, onCublasLt[0], onCublasLt[1]);
+                        }
                     }
                 }
             }
@@ -137,17 +145,21 @@ public final class HalfPrecision {
         }
     }
 
-    /** {@code {median µs with a synchronize after each forward, µs per forward pipelined}} of the MLP's graph. */
+    /**
+     * {@code {median µs with a synchronize after each forward, µs per forward pipelined}} of the MLP's
+     * graph; with {@code gemv} false, every layer multiplies on cuBLASLt whatever the batch.
+     */
     static double[] mlp(ShippedKernels kernels, CublasLt lt, CudaStream stream, int width, int batch,
-            SplittableRandom random) {
+            SplittableRandom random, boolean gemv) {
         CudaDevice device = lt.device();
         List<DeviceBuffer> buffers = new ArrayList<>();
         try {
             List<Linear> layers = new ArrayList<>();
             double heBound = Math.sqrt(6.0 / width);
             for (int l = 0; l < LAYERS; l++) {
-                layers.add(new Linear(kernels, keep(buffers, bf16(device, (long) width * width, heBound, random)),
-                        keep(buffers, bf16(device, width, 0.1, random)), width, width).withCublasLt(lt));
+                Linear layer = new Linear(kernels, keep(buffers, bf16(device, (long) width * width, heBound, random)),
+                        keep(buffers, bf16(device, width, 0.1, random)), width, width).withCublasLt(lt);
+                layers.add(gemv ? layer : layer.withHalfGemvUpTo(0));
             }
             DeviceBuffer x = keep(buffers, bf16(device, (long) batch * width, 1, random));
             DeviceBuffer eager = keep(buffers, device.allocate(ElementType.BFLOAT16, (long) batch * width));
