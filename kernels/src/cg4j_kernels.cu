@@ -78,12 +78,15 @@ extern "C" __global__ void cg4j_epilogue_f32_bias_f32_relu(int M, int N, const f
 CG4J_HALF_EPILOGUE(cg4j_epilogue_f16_bias_f16_relu, __half)
 CG4J_HALF_EPILOGUE(cg4j_epilogue_bf16_bias_bf16_relu, __nv_bfloat16)
 
-// Half-precision GEMV with bias+ReLU for batches of up to 8 rows: (int batch, int N, int K, const T* X,
-// const T* W, const T* bias, T* Y), T __half or __nv_bfloat16; grid ceil(N/4), block 128.
-#define CG4J_HALF_GEMV(NAME, ELEMENT)                                                                              \
-  extern "C" __global__ void __launch_bounds__(cg4j::gemv::kernel::GemvHalfBiasRelu<ELEMENT>::kThreads)          \
+// Half-precision GEMV with bias+ReLU for one row, and for batches of up to 8 rows: (int batch, int N, int K,
+// const T* X, const T* W, const T* bias, T* Y), T __half or __nv_bfloat16; grid ceil(N/4), block 128.
+#define CG4J_HALF_GEMV(NAME, ELEMENT, MAX_BATCH, UNROLL)                                                           \
+  extern "C" __global__ void __launch_bounds__(                                                                  \
+      cg4j::gemv::kernel::GemvHalfBiasRelu<ELEMENT, MAX_BATCH, UNROLL>::kThreads)                                 \
       NAME(int batch, int N, int K, const ELEMENT *X, const ELEMENT *W, const ELEMENT *bias, ELEMENT *Y) {       \
-    cg4j::gemv::kernel::GemvHalfBiasRelu<ELEMENT>::run(batch, N, K, X, W, bias, Y);                              \
+    cg4j::gemv::kernel::GemvHalfBiasRelu<ELEMENT, MAX_BATCH, UNROLL>::run(batch, N, K, X, W, bias, Y);           \
   }
-CG4J_HALF_GEMV(cg4j_gemv_f16_8x4_bias_f16_relu, __half)
-CG4J_HALF_GEMV(cg4j_gemv_bf16_8x4_bias_bf16_relu, __nv_bfloat16)
+CG4J_HALF_GEMV(cg4j_gemv_f16_1x4_bias_f16_relu, __half, 1, 8)
+CG4J_HALF_GEMV(cg4j_gemv_bf16_1x4_bias_bf16_relu, __nv_bfloat16, 1, 8)
+CG4J_HALF_GEMV(cg4j_gemv_f16_8x4_bias_f16_relu, __half, 8, 2)
+CG4J_HALF_GEMV(cg4j_gemv_bf16_8x4_bias_bf16_relu, __nv_bfloat16, 8, 2)

@@ -80,6 +80,7 @@ int main() {
 #undef CG4J_WGMMA_SGEMM
 #undef CG4J_WGMMA_SGEMM_SPLITK
   std::printf("%scg4j_epilogue_f32_bias_f32_relu,cg4j_epilogue_f16_bias_f16_relu,cg4j_epilogue_bf16_bias_bf16_relu,"
+              "cg4j_gemv_f16_1x4_bias_f16_relu,cg4j_gemv_bf16_1x4_bias_bf16_relu,"
               "cg4j_gemv_f16_8x4_bias_f16_relu,cg4j_gemv_bf16_8x4_bias_bf16_relu\n",
               sep);
 
@@ -161,14 +162,23 @@ int main() {
     std::printf("kernel.%s.sharedMemBytes=0\n", e);
     std::printf("kernel.%s.grid=any (grid-stride); suggested (the seed at M=2048): ceil(M/8),2,1\n", e);
   }
-  const char *half_gemvs[][2] = {{"cg4j_gemv_f16_8x4_bias_f16_relu", "f16"},
-                                 {"cg4j_gemv_bf16_8x4_bias_bf16_relu", "bf16"}};
-  for (const auto &gemv : half_gemvs) {
-    using G = cg4j::gemv::kernel::GemvHalfBiasRelu<float>;
-    const char *g = gemv[0];
+  struct HalfGemv {
+    const char *name;
+    const char *element;
+    int max_batch;
+    int unroll;
+  };
+  const HalfGemv half_gemvs[] = {{"cg4j_gemv_f16_1x4_bias_f16_relu", "f16", 1, 8},
+                                 {"cg4j_gemv_bf16_1x4_bias_bf16_relu", "bf16", 1, 8},
+                                 {"cg4j_gemv_f16_8x4_bias_f16_relu", "f16", 8, 2},
+                                 {"cg4j_gemv_bf16_8x4_bias_bf16_relu", "bf16", 8, 2}};
+  for (const HalfGemv &gemv : half_gemvs) {
+    using G = cg4j::gemv::kernel::GemvHalfBiasRelu<float, 1, 1>;  // the launch shape is the same for every instance
+    const char *g = gemv.name;
     std::printf("kernel.%s.family=half_gemv_bias_relu\n", g);
-    std::printf("kernel.%s.element=%s\n", g, gemv[1]);
-    std::printf("kernel.%s.maxBatch=%d\n", g, G::kMaxBatch);
+    std::printf("kernel.%s.element=%s\n", g, gemv.element);
+    std::printf("kernel.%s.maxBatch=%d\n", g, gemv.max_batch);
+    std::printf("kernel.%s.unroll=%d\n", g, gemv.unroll);
     std::printf("kernel.%s.threads=%d\n", g, G::kThreads);
     std::printf("kernel.%s.block=%d,1,1\n", g, G::kThreads);
     std::printf("kernel.%s.sharedMemBytes=0\n", g);

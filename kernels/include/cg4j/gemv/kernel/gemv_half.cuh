@@ -29,7 +29,7 @@ __device__ __forceinline__ __nv_bfloat16 bits_to<__nv_bfloat16>(unsigned short b
   return __ushort_as_bfloat16(bits);
 }
 
-template <typename Element, int MaxBatch = 8, int Warps = 4>
+template <typename Element, int MaxBatch, int Unroll, int Warps = 4>
 struct GemvHalfBiasRelu {
   static constexpr int kMaxBatch = MaxBatch;
   static constexpr int kWarps = Warps;
@@ -68,14 +68,25 @@ struct GemvHalfBiasRelu {
     float acc[kMaxBatch];
 #pragma unroll
     for (int b = 0; b < kMaxBatch; ++b) acc[b] = 0.0f;
-#pragma unroll 2
-    for (int v = lane; v < vectors; v += 32) {
-      const uint4 w = __ldg(w_row + v);
+    // Unroll loads of W issued before any is used, so that they are in flight together.
+    for (int v0 = lane; v0 < vectors; v0 += 32 * Unroll) {
+      uint4 w[Unroll];
 #pragma unroll
-      for (int b = 0; b < kMaxBatch; ++b) {
-        if (b < batch) {
-          const uint4 x = __ldg(reinterpret_cast<const uint4 *>(X + (long long)b * K) + v);
-          acc[b] += dot8(w, x);
+      for (int u = 0; u < Unroll; ++u) {
+        const int v = v0 + 32 * u;
+        w[u] = v < vectors ? __ldg(w_row + v) : make_uint4(0, 0, 0, 0);
+      }
+#pragma unroll
+      for (int u = 0; u < Unroll; ++u) {
+        const int v = v0 + 32 * u;
+        if (v < vectors) {
+#pragma unroll
+          for (int b = 0; b < kMaxBatch; ++b) {
+            if (b < batch) {
+              const uint4 x = __ldg(reinterpret_cast<const uint4 *>(X + (long long)b * K) + v);
+              acc[b] += dot8(w[u], x);
+            }
+          }
         }
       }
     }

@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Properties;
 
@@ -139,25 +140,30 @@ final class KernelManifest {
     }
 
     /**
-     * The half-precision GEMV with bias+ReLU for matrices of {@code type}, and the most rows it takes.
+     * The half-precision GEMV instances with bias+ReLU for matrices of {@code type}, fewest rows first.
      *
      * @throws IllegalArgumentException if {@code type} is not FLOAT16 or BFLOAT16
      */
-    HalfGemvKernel halfGemvKernel(ElementType type) {
+    List<HalfGemvKernel> halfGemvKernels(ElementType type) {
         String element = switch (type) {
             case FLOAT16 -> "f16";
             case BFLOAT16 -> "bf16";
             default -> throw new IllegalArgumentException("the half-precision GEMV takes FLOAT16 or BFLOAT16, not "
                     + type);
         };
+        List<HalfGemvKernel> instances = new ArrayList<>();
         for (String name : properties.getProperty("kernels", "").split(",")) {
             if (kernel(name, "family").equals("half_gemv_bias_relu")
                     && properties.getProperty("kernel." + name + ".element", "").equals(element)) {
-                return new HalfGemvKernel(name, integer(name, "maxBatch"), integer(name, "threads"),
-                        integer(name, "threads") / 32, integer(name, "alignment"));
+                instances.add(new HalfGemvKernel(name, integer(name, "maxBatch"), integer(name, "threads"),
+                        integer(name, "threads") / 32, integer(name, "alignment")));
             }
         }
-        throw new IllegalStateException("the kernels manifest lists no " + element + " half-precision GEMV");
+        if (instances.isEmpty()) {
+            throw new IllegalStateException("the kernels manifest lists no " + element + " half-precision GEMV");
+        }
+        instances.sort(Comparator.comparingInt(HalfGemvKernel::maxBatch));
+        return List.copyOf(instances);
     }
 
     /**

@@ -45,6 +45,13 @@ public final class Linear {
         UNFUSED
     }
 
+    /**
+     * The most rows a fused half-precision forward gives the shipped GEMV by default: one. There it
+     * was measured faster than cuBLASLt on an H200 at widths 512 and 1024; at eight rows cuBLASLt was
+     * (kernels/PERFORMANCE.md, "Half precision").
+     */
+    public static final int DEFAULT_HALF_GEMV_MAX_BATCH = 1;
+
     private final ShippedKernels kernels;
     private final DeviceBuffer weight;
     private final DeviceBuffer bias;
@@ -97,7 +104,7 @@ public final class Linear {
         this.mathMode = MathMode.FP32;
         this.lt = null;
         this.gemv = type == ElementType.FLOAT32 ? null : kernels.halfGemv(type);
-        this.halfGemvMaxBatch = gemv == null ? 0 : gemv.maxBatch();
+        this.halfGemvMaxBatch = gemv == null ? 0 : DEFAULT_HALF_GEMV_MAX_BATCH;
     }
 
     private Linear(Linear layer, Dim3 epilogueGrid, GemmWorkspace workspace, boolean programmaticDependentLaunch,
@@ -206,9 +213,8 @@ public final class Linear {
      * A copy of this layer that multiplies on cuBLASLt through {@code lt}'s workspace, in the
      * layer's element type with FP32 accumulation: {@link Mode#FUSED} as one matmul with cuBLASLt's
      * RELU_BIAS epilogue, {@link Mode#UNFUSED} as a matmul and the shipped epilogue kernel. A fused
-     * BF16 or FP16 forward of at most {@link #halfGemvMaxBatch()} rows runs the shipped
-     * half-precision GEMV instead, which was measured faster there on an H200 (see
-     * {@link #withHalfGemvUpTo(int)}). An FP32
+     * BF16 or FP16 forward of at most {@link #halfGemvMaxBatch()} rows (one, by default) runs the
+     * shipped half-precision GEMV instead (see {@link #withHalfGemvUpTo(int)}). An FP32
      * layer's {@link #withMathMode math mode} picks the compute type: {@link MathMode#TF32} rounds to
      * TF32, the others multiply in full FP32. Workspace and programmatic dependent launch apply to the
      * shipped sgemm only.
@@ -233,7 +239,8 @@ public final class Linear {
      * ones cuBLASLt. The GEMV takes K a multiple of 8 and x and the weight aligned to 16 bytes;
      * other products go to cuBLASLt whatever their batch.
      *
-     * @param maxBatch 0 (every batch on cuBLASLt) to the GEMV's largest, 8, the default
+     * @param maxBatch 0 (every batch on cuBLASLt) to the GEMV's largest, 8; {@value #DEFAULT_HALF_GEMV_MAX_BATCH}
+     *     by default
      * @return a new layer on the same buffers; this one is unchanged
      * @throws IllegalArgumentException if {@code maxBatch} is out of range, or the layer is FP32
      */
@@ -252,7 +259,8 @@ public final class Linear {
     /**
      * The most rows a fused half-precision forward on cuBLASLt gives the shipped GEMV instead.
      *
-     * @return 8 by default for BF16 and FP16 layers, as {@link #withHalfGemvUpTo} set it; 0 for FP32
+     * @return {@value #DEFAULT_HALF_GEMV_MAX_BATCH} by default for BF16 and FP16 layers, as
+     *     {@link #withHalfGemvUpTo} set it; 0 for FP32
      */
     public int halfGemvMaxBatch() {
         return halfGemvMaxBatch;

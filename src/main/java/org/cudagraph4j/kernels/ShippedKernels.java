@@ -145,8 +145,8 @@ public final class ShippedKernels implements AutoCloseable {
      * @throws IllegalStateException if these kernels are closed
      */
     HalfGemv halfGemv(ElementType type) {
-        KernelManifest.HalfGemvKernel instance = manifest.halfGemvKernel(type);
-        return new HalfGemv(library.kernel(instance.name()), instance, type);
+        return new HalfGemv(manifest.halfGemvKernels(type).stream()
+                .map(instance -> new HalfGemv.Instance(library.kernel(instance.name()), instance)).toList(), type);
     }
 
     /**

@@ -82,11 +82,13 @@ class KernelManifestTest {
     }
 
     @Test
-    void shipsAHalfPrecisionGemvOfUpToEightRowsForEachHalfFormat() {
-        KernelManifest.HalfGemvKernel bf16 = manifest.halfGemvKernel(ElementType.BFLOAT16);
-        assertEquals(new KernelManifest.HalfGemvKernel("cg4j_gemv_bf16_8x4_bias_bf16_relu", 8, 128, 4, 8), bf16);
-        assertEquals("cg4j_gemv_f16_8x4_bias_f16_relu", manifest.halfGemvKernel(ElementType.FLOAT16).name());
-        assertThrows(IllegalArgumentException.class, () -> manifest.halfGemvKernel(ElementType.FLOAT32));
+    void shipsHalfPrecisionGemvsOfOneAndUpToEightRowsForEachHalfFormat() {
+        assertEquals(List.of(new KernelManifest.HalfGemvKernel("cg4j_gemv_bf16_1x4_bias_bf16_relu", 1, 128, 4, 8),
+                new KernelManifest.HalfGemvKernel("cg4j_gemv_bf16_8x4_bias_bf16_relu", 8, 128, 4, 8)),
+                manifest.halfGemvKernels(ElementType.BFLOAT16));
+        assertEquals(List.of("cg4j_gemv_f16_1x4_bias_f16_relu", "cg4j_gemv_f16_8x4_bias_f16_relu"),
+                manifest.halfGemvKernels(ElementType.FLOAT16).stream().map(KernelManifest.HalfGemvKernel::name).toList());
+        assertThrows(IllegalArgumentException.class, () -> manifest.halfGemvKernels(ElementType.FLOAT32));
     }
 
     @Test

@@ -35,8 +35,8 @@ import picocli.CommandLine.Option;
  *       of back-to-back matmuls timed with CUDA events;</li>
  *   <li>the 16-layer MLP ({@code Linear(width, width)} + ReLU, BF16) as one graph: microseconds per
  *       forward, with a synchronize after each (median of 200) and pipelined (200 launches, one
- *       synchronize); at batches of 8 or less, where the layers run the shipped GEMV, also with
- *       every layer on cuBLASLt.</li>
+ *       synchronize); at batches of 8 or less also the other choice of kernel: every layer on
+ *       cuBLASLt where the shipped GEMV is the default, the GEMV where it is not.</li>
  * </ul>
  * Inputs are random and never zero; each graph's output is checked against an eager forward pass.
  * Prints lines in the twin's format: {@code GEMM bf16 cg4j: ...} and {@code MLP16 bf16 cg4j graph: ...}.
@@ -46,7 +46,7 @@ public final class HalfPrecision {
     private static final int TRIALS = 15;
     private static final int GEMMS_PER_TRIAL = 20;
     private static final int FORWARDS = 200;
-    /** The batches a BF16 Linear gives the shipped GEMV by default, measured against cuBLASLt alone. */
+    /** The most rows the shipped GEMV takes, up to which both kernel choices are measured. */
     private static final int GEMV_BATCHES = 8;
 
     private HalfPrecision() {}
@@ -83,13 +83,17 @@ public final class HalfPrecision {
                         2.0 * 2048 * 640 * 512 / (linear * 1e12) * 1e6);
                 for (int width : widths) {
                     for (int batch : batches) {
-                        double[] times = mlp(kernels, lt, stream, width, batch, random, true);
+                        double[] times = mlp(kernels, lt, stream, width, batch, random,
+                                Linear.DEFAULT_HALF_GEMV_MAX_BATCH);
                         System.out.printf("MLP16 bf16 cg4j graph: width %d batch %d: %.1f us sync each, %.1f us"
                                 + " pipelined%n", width, batch, times[0], times[1]);
                         if (batch <= GEMV_BATCHES) {
-                            double[] onCublasLt = mlp(kernels, lt, stream, width, batch, random, false);
-                            System.out.printf("MLP16 bf16 cg4j graph, cuBLASLt only: width %d batch %d: %.1f us sync"
-                                    + " each, %.1f us pipelined%n", width, batch, onCublasLt[0], onCublasLt[1]);
+                            // The other choice: cuBLASLt where the GEMV is the default, the GEMV where it is not.
+                            int other = batch <= Linear.DEFAULT_HALF_GEMV_MAX_BATCH ? 0 : GEMV_BATCHES;
+                            double[] alternative = mlp(kernels, lt, stream, width, batch, random, other);
+                            System.out.printf("MLP16 bf16 cg4j graph, %s: width %d batch %d: %.1f us sync each, %.1f us"
+                                    + " pipelined%n", other == 0 ? "cuBLASLt only" : "shipped GEMV", width, batch,
+                                    alternative[0], alternative[1]);
                         }
                     }
                 }
@@ -147,10 +151,10 @@ public final class HalfPrecision {
 
     /**
      * {@code {median µs with a synchronize after each forward, µs per forward pipelined}} of the MLP's
-     * graph; with {@code gemv} false, every layer multiplies on cuBLASLt whatever the batch.
+     * graph, whose layers give the shipped GEMV forward passes of up to {@code gemvUpTo} rows.
      */
     static double[] mlp(ShippedKernels kernels, CublasLt lt, CudaStream stream, int width, int batch,
-            SplittableRandom random, boolean gemv) {
+            SplittableRandom random, int gemvUpTo) {
         CudaDevice device = lt.device();
         List<DeviceBuffer> buffers = new ArrayList<>();
         try {
@@ -159,7 +163,7 @@ public final class HalfPrecision {
             for (int l = 0; l < LAYERS; l++) {
                 Linear layer = new Linear(kernels, keep(buffers, bf16(device, (long) width * width, heBound, random)),
                         keep(buffers, bf16(device, width, 0.1, random)), width, width).withCublasLt(lt);
-                layers.add(gemv ? layer : layer.withHalfGemvUpTo(0));
+                layers.add(layer.withHalfGemvUpTo(gemvUpTo));
             }
             DeviceBuffer x = keep(buffers, bf16(device, (long) batch * width, 1, random));
             DeviceBuffer eager = keep(buffers, device.allocate(ElementType.BFLOAT16, (long) batch * width));
