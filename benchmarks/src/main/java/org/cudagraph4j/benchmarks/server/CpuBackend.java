@@ -3,8 +3,12 @@ package org.cudagraph4j.benchmarks.server;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import org.cudagraph4j.ElementType;
 
-/** The model on the CPU, one virtual thread per request: for machines without a GPU, and for tests. */
+/**
+ * The model on the CPU, one virtual thread per request, in its element type as
+ * {@link MlpWeights#forward} computes it: for machines without a GPU, and for tests.
+ */
 public final class CpuBackend implements InferenceBackend {
     private final MlpWeights model;
     private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
@@ -16,6 +20,11 @@ public final class CpuBackend implements InferenceBackend {
      */
     public CpuBackend(MlpWeights model) {
         this.model = model;
+    }
+
+    @Override
+    public ElementType elementType() {
+        return model.elementType();
     }
 
     @Override

@@ -5,13 +5,16 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import org.cudagraph4j.CudaDevice;
+import org.cudagraph4j.ElementType;
 import org.cudagraph4j.serving.EngineMetrics;
 import org.cudagraph4j.serving.InferenceEngine;
 import org.cudagraph4j.serving.ServingOptions;
 
 /**
  * The model on one or more GPUs: its weights uploaded once to each, served by one
- * {@link InferenceEngine} over all of them.
+ * {@link InferenceEngine} over all of them, in the model's element type. The rows of
+ * {@link #infer(MemorySegment, MemorySegment)} go to the engine as they are, so a half-precision
+ * request is never widened on the host.
  */
 public final class EngineBackend implements InferenceBackend {
     private final MlpWeights model;
@@ -29,7 +32,7 @@ public final class EngineBackend implements InferenceBackend {
         this.model = model;
         this.replicas = new ReplicatedMlp(devices, model);
         try {
-            this.engine = InferenceEngine.start(devices, model.inputWidth(), model.outputWidth(),
+            this.engine = InferenceEngine.start(devices, model.elementType(), model.inputWidth(), model.outputWidth(),
                     replicas.lanes(options.ladder().largest()), options);
         } catch (RuntimeException e) {
             replicas.close();
@@ -40,6 +43,11 @@ public final class EngineBackend implements InferenceBackend {
     /** The engine, for its metrics and capture reports. */
     public InferenceEngine engine() {
         return engine;
+    }
+
+    @Override
+    public ElementType elementType() {
+        return model.elementType();
     }
 
     @Override

@@ -74,7 +74,8 @@ final class InferenceService implements HttpService {
         this.modelName = modelName;
         this.backend = backend;
         this.limits = limits;
-        this.protocol = new KServeProtocol(modelName, backend.inputWidth(), backend.outputWidth(), limits);
+        this.protocol = new KServeProtocol(modelName, backend.elementType(), backend.inputWidth(),
+                backend.outputWidth(), limits);
         this.metrics = new ServerMetrics(modelName, backend::metrics, this::ready);
         this.inFlight = new Semaphore(limits.maxInFlight());
         this.bufferedKib = new Semaphore((int) Math.min(Integer.MAX_VALUE, kib(limits.maxBufferedBytes())));

@@ -16,12 +16,21 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.util.Arrays;
+import org.cudagraph4j.ElementType;
+import org.cudagraph4j.HalfFloats;
 
 /**
- * The Open Inference Protocol (KServe v2) for one FP32 model with one input {@code input} of shape
- * [n, inputWidth] and one output {@code output} of shape [n, outputWidth]: request parsing with
- * every check the protocol's {@code 400} stands for, and responses, in JSON or with the binary
- * tensor data extension ({@code Inference-Header-Content-Length}).
+ * The Open Inference Protocol (KServe v2) for one model of FP32, FP16 or BF16 with one input
+ * {@code input} of shape [n, inputWidth] and one output {@code output} of shape [n, outputWidth],
+ * both of the model's datatype: request parsing with every check the protocol's {@code 400} stands
+ * for, and responses, in JSON or with the binary tensor data extension
+ * ({@code Inference-Header-Content-Length}).
+ *
+ * <p>Binary tensor data holds the datatype's own little-endian bytes, 4 or 2 per element. JSON
+ * holds numbers: an FP16 or BF16 request's are rounded to the format (to nearest, ties to even;
+ * a finite number past the format's range is refused rather than made infinite), and an FP16 or
+ * BF16 answer's are the format's values, widened exactly and written as the shortest decimal that
+ * reads back as the same float.
  *
  * <p>Requests are read with Jackson's streaming parser, without a tree. Nothing is allocated from a
  * client's claim: a declared shape is checked against the {@link ServerLimits} in {@code long}
@@ -62,25 +71,46 @@ final class KServeProtocol {
     }
 
     /**
-     * A parsed request: its id (or null), its rows, their floats (in native byte order: the body's
-     * own bytes for binary data), and whether the answer is wanted as binary data.
+     * A parsed request: its id (or null), its rows, their elements of the model's type (in native
+     * byte order: the body's own bytes for binary data), and whether the answer is wanted as binary data.
      */
     record Request(String id, int rows, MemorySegment data, boolean binaryOutput) {}
 
     private final String modelName;
+    private final ElementType type;
+    /** The protocol's name of {@link #type}. */
+    private final String datatype;
     private final int inputWidth;
     private final int outputWidth;
     private final ServerLimits limits;
 
-    KServeProtocol(String modelName, int inputWidth, int outputWidth, ServerLimits limits) {
+    KServeProtocol(String modelName, ElementType type, int inputWidth, int outputWidth, ServerLimits limits) {
         if (ByteOrder.nativeOrder() != ByteOrder.LITTLE_ENDIAN) {
-            throw new IllegalStateException("binary tensor data is little-endian and passes through as native floats: "
+            throw new IllegalStateException("binary tensor data is little-endian and passes through as native values: "
                     + "this server needs a little-endian host, as CUDA does");
         }
         this.modelName = modelName;
+        this.type = type;
+        this.datatype = datatype(type);
         this.inputWidth = inputWidth;
         this.outputWidth = outputWidth;
         this.limits = limits;
+    }
+
+    /**
+     * The protocol's name of a tensor element type.
+     *
+     * @param type FLOAT32, FLOAT16 or BFLOAT16
+     * @return FP32, FP16 or BF16
+     * @throws IllegalArgumentException for another type
+     */
+    static String datatype(ElementType type) {
+        return switch (type) {
+            case FLOAT32 -> "FP32";
+            case FLOAT16 -> "FP16";
+            case BFLOAT16 -> "BF16";
+            default -> throw new IllegalArgumentException("the server serves FP32, FP16 or BF16 models, not " + type);
+        };
     }
 
     /** {@code GET /v2}: the server's name, version and protocol extensions. */
@@ -115,10 +145,10 @@ final class KServeProtocol {
         });
     }
 
-    private static void tensorMetadata(JsonGenerator json, String name, int width) throws IOException {
+    private void tensorMetadata(JsonGenerator json, String name, int width) throws IOException {
         json.writeStartObject();
         json.writeStringField("name", name);
-        json.writeStringField("datatype", "FP32");
+        json.writeStringField("datatype", datatype);
         json.writeArrayFieldStart("shape");
         json.writeNumber(-1);
         json.writeNumber(width);
@@ -421,8 +451,8 @@ final class KServeProtocol {
             throw badRequest("unknown input " + (parsed.inputName == null ? "(no name)" : "\"" + parsed.inputName
                     + "\"") + "; the model's input is \"" + INPUT + "\"");
         }
-        if (!"FP32".equals(parsed.datatype)) {
-            throw badRequest("input \"" + INPUT + "\" must be FP32, not " + parsed.datatype);
+        if (!datatype.equals(parsed.datatype)) {
+            throw badRequest("input \"" + INPUT + "\" must be " + datatype + ", not " + parsed.datatype);
         }
         String shape = parsed.shapeText == null ? "" : parsed.shapeText;
         if (parsed.shape == null) {
@@ -447,8 +477,9 @@ final class KServeProtocol {
                 throw badRequest("binary_data_size needs the " + HEADER_LENGTH + " header");
             }
             long size = parsed.binaryBytes;
-            if (size != elements * Float.BYTES || body.length - jsonLength != size) {
-                throw badRequest("input \"" + INPUT + "\" of shape " + shape + " needs " + elements * Float.BYTES
+            long needed = elements * type.byteSize();
+            if (size != needed || body.length - jsonLength != size) {
+                throw badRequest("input \"" + INPUT + "\" of shape " + shape + " needs " + needed
                         + " bytes of binary data; binary_data_size says " + parsed.binaryDataSizeText
                         + " and the body holds " + (body.length - jsonLength));
             }
@@ -464,15 +495,57 @@ final class KServeProtocol {
                 throw badRequest("input \"" + INPUT + "\" of shape " + shape + " needs " + elements + " values, got "
                         + parsed.count);
             }
-            data = MemorySegment.ofArray(parsed.values).asSlice(0, elements * Float.BYTES);
+            data = type == ElementType.FLOAT32 ? MemorySegment.ofArray(parsed.values).asSlice(0, elements * Float.BYTES)
+                    : rounded(parsed.values, (int) elements);
         }
-        for (long at = 0; at < data.byteSize(); at += Float.BYTES) {
-            if (!Float.isFinite(data.get(ValueLayout.JAVA_FLOAT_UNALIGNED, at))) {
-                throw badRequest("input \"" + INPUT + "\" holds a value that is not finite");
+        if (type == ElementType.FLOAT32) {
+            for (long at = 0; at < data.byteSize(); at += Float.BYTES) {
+                if (!Float.isFinite(data.get(ValueLayout.JAVA_FLOAT_UNALIGNED, at))) {
+                    throw notFinite();
+                }
+            }
+        } else {
+            short exponent = exponentBits(type);
+            for (long at = 0; at < data.byteSize(); at += Short.BYTES) {
+                if ((data.get(ValueLayout.JAVA_SHORT_UNALIGNED, at) & exponent) == exponent) {
+                    throw notFinite();
+                }
             }
         }
         boolean binaryOutput = parsed.outputBinary != null ? parsed.outputBinary : parsed.requestBinaryOutput;
         return new Request(parsed.id, (int) rows, data, binaryOutput);
+    }
+
+    /**
+     * JSON numbers rounded to the model's 16-bit format. A finite number the format cannot hold
+     * (one that would round to infinity) is refused, naming it; a non-finite one is left to the
+     * check that refuses every non-finite value.
+     */
+    private MemorySegment rounded(float[] values, int count) {
+        boolean bfloat = type == ElementType.BFLOAT16;
+        short exponent = exponentBits(type);
+        short[] bits = new short[count];
+        for (int i = 0; i < count; i++) {
+            float value = values[i];
+            short half = bfloat ? HalfFloats.floatToBfloat16(value) : HalfFloats.floatToFloat16(value);
+            if ((half & exponent) == exponent && Float.isFinite(value)) {
+                float largest = bfloat ? HalfFloats.bfloat16ToFloat((short) 0x7F7F)
+                        : HalfFloats.float16ToFloat((short) 0x7BFF);
+                throw badRequest("input \"" + INPUT + "\" holds " + value + ", outside the range of " + datatype
+                        + " (its largest finite value is " + largest + ")");
+            }
+            bits[i] = half;
+        }
+        return MemorySegment.ofArray(bits);
+    }
+
+    /** The exponent field of a 16-bit format: all ones in an infinity or a NaN. */
+    private static short exponentBits(ElementType type) {
+        return type == ElementType.BFLOAT16 ? (short) 0x7F80 : (short) 0x7C00;
+    }
+
+    private static ProtocolException notFinite() {
+        return badRequest("input \"" + INPUT + "\" holds a value that is not finite");
     }
 
     /** Jackson's {@code JsonNode.asBoolean()} of the current value: true, a non-zero number, or "true". */
@@ -508,7 +581,7 @@ final class KServeProtocol {
     }
 
     /**
-     * A response made before its answer: {@link #output()} is where the answer's floats go (the
+     * A response made before its answer: {@link #output()} is where the answer's elements go (the
      * response's own bytes, after its JSON header, for a binary answer), and {@link #body()} the
      * bytes to send once they are there.
      */
@@ -516,27 +589,38 @@ final class KServeProtocol {
         private final Request request;
         private final byte[] binaryBody;
         private final int headerLength;
+        /** A JSON answer of FP32: the values. */
         private final float[] values;
+        /** A JSON answer of FP16 or BF16: the values' bits. */
+        private final short[] bits;
         private final MemorySegment output;
 
         private Response(Request request) {
             this.request = request;
-            long answerBytes = (long) request.rows() * outputWidth * Float.BYTES;
+            long answerBytes = (long) request.rows() * outputWidth * type.byteSize();
             if (request.binaryOutput()) {
                 byte[] header = header(request, answerBytes);
                 this.headerLength = header.length;
                 this.binaryBody = Arrays.copyOf(header, Math.toIntExact(header.length + answerBytes));
                 this.values = null;
+                this.bits = null;
                 this.output = MemorySegment.ofArray(binaryBody).asSlice(header.length, answerBytes);
             } else {
                 this.headerLength = -1;
                 this.binaryBody = null;
-                this.values = new float[request.rows() * outputWidth];
-                this.output = MemorySegment.ofArray(values);
+                if (type == ElementType.FLOAT32) {
+                    this.values = new float[request.rows() * outputWidth];
+                    this.bits = null;
+                    this.output = MemorySegment.ofArray(values);
+                } else {
+                    this.values = null;
+                    this.bits = new short[request.rows() * outputWidth];
+                    this.output = MemorySegment.ofArray(bits);
+                }
             }
         }
 
-        /** Where the answer's floats go, in native byte order. */
+        /** Where the answer's elements go, in native byte order. */
         MemorySegment output() {
             return output;
         }
@@ -556,8 +640,15 @@ final class KServeProtocol {
                 // Non-finite values are written as the strings "NaN", "Infinity" and "-Infinity"
                 // (Jackson's default): the bare tokens would not be JSON.
                 out.writeArrayFieldStart("data");
-                for (float value : values) {
-                    out.writeNumber(value);
+                if (values != null) {
+                    for (float value : values) {
+                        out.writeNumber(value);
+                    }
+                } else {
+                    boolean bfloat = type == ElementType.BFLOAT16;
+                    for (short half : bits) {
+                        out.writeNumber(bfloat ? HalfFloats.bfloat16ToFloat(half) : HalfFloats.float16ToFloat(half));
+                    }
                 }
                 out.writeEndArray();
                 end(out);
@@ -591,7 +682,7 @@ final class KServeProtocol {
         out.writeArrayFieldStart("outputs");
         out.writeStartObject();
         out.writeStringField("name", OUTPUT);
-        out.writeStringField("datatype", "FP32");
+        out.writeStringField("datatype", datatype);
         out.writeArrayFieldStart("shape");
         out.writeNumber(request.rows());
         out.writeNumber(outputWidth);

@@ -5,7 +5,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.cudagraph4j.CudaDevice;
+import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.ElementType;
+import org.cudagraph4j.blas.CublasLt;
 import org.cudagraph4j.kernels.Linear;
 import org.cudagraph4j.kernels.Mlp;
 import org.cudagraph4j.kernels.ShippedKernels;
@@ -15,8 +18,10 @@ import org.cudagraph4j.serving.LaneModel;
 /**
  * One MLP on each of several GPUs, for an {@link InferenceEngine} over all of them: on every device,
  * the shipped kernels loaded for it (loading sets per-device kernel attributes) and the weights
- * uploaded from the same host arrays, so that every device computes the same model. A lane's copy
- * uses only its own device's kernels and weights.
+ * uploaded from the same host arrays in the model's element type, so that every device computes the
+ * same model. A lane's copy uses only its own device's kernels and weights. FP32 layers multiply on
+ * the shipped sgemm; FP16 and BF16 layers on cuBLASLt, through a handle of the lane's own, since a
+ * handle's workspace serves one stream.
  */
 public final class ReplicatedMlp implements AutoCloseable {
     private record Replica(ShippedKernels kernels, List<DeviceBuffer> buffers, List<Linear> layers) {
@@ -27,6 +32,7 @@ public final class ReplicatedMlp implements AutoCloseable {
     }
 
     private final Map<CudaDevice, Replica> replicas = new LinkedHashMap<>();
+    private final ElementType elementType;
 
     /**
      * Loads the kernels on each device and uploads {@code model} there.
@@ -37,6 +43,7 @@ public final class ReplicatedMlp implements AutoCloseable {
      * @throws org.cudagraph4j.error.CudaException if loading or uploading fails; what was made is freed
      */
     public ReplicatedMlp(List<CudaDevice> devices, MlpWeights model) {
+        this.elementType = model.elementType();
         try {
             for (CudaDevice device : devices) {
                 if (replicas.containsKey(device)) {
@@ -56,8 +63,8 @@ public final class ReplicatedMlp implements AutoCloseable {
         try {
             List<Linear> layers = new ArrayList<>();
             for (int l = 0; l < model.weights().size(); l++) {
-                DeviceBuffer w = upload(device, model.weights().get(l), buffers);
-                DeviceBuffer b = upload(device, model.biases().get(l), buffers);
+                DeviceBuffer w = upload(device, model.elementType(), model.weights().get(l), buffers);
+                DeviceBuffer b = upload(device, model.elementType(), model.biases().get(l), buffers);
                 layers.add(new Linear(kernels, w, b, model.widths().get(l), model.widths().get(l + 1)));
             }
             return new Replica(kernels, buffers, List.copyOf(layers));
@@ -68,11 +75,20 @@ public final class ReplicatedMlp implements AutoCloseable {
         }
     }
 
-    private static DeviceBuffer upload(CudaDevice device, float[] values, List<DeviceBuffer> owned) {
-        DeviceBuffer buffer = device.allocateFloats(values.length);
+    private static DeviceBuffer upload(CudaDevice device, ElementType type, float[] values, List<DeviceBuffer> owned) {
+        DeviceBuffer buffer = device.allocate(type, values.length);
         owned.add(buffer);
-        buffer.copyFrom(values);
+        if (type == ElementType.FLOAT32) {
+            buffer.copyFrom(values);
+        } else {
+            buffer.copyFromRounded(values); // the model's values are the format's: the rounding is exact
+        }
         return buffer;
+    }
+
+    /** The model's element type, which the engine's rows hold. */
+    public ElementType elementType() {
+        return elementType;
     }
 
     /** The devices the model is on, in the order given. */
@@ -82,10 +98,11 @@ public final class ReplicatedMlp implements AutoCloseable {
 
     /**
      * The engine's model factory: each lane's copy is an {@link Mlp} on its device's kernels and
-     * weights, with scratch of its own.
+     * weights, with scratch of its own and, for an FP16 or BF16 model, a cuBLASLt handle of its own,
+     * which it closes with itself.
      *
      * @param maxBatch the ladder's largest bucket
-     * @return the factory, for an engine on some or all of {@link #devices()}
+     * @return the factory, for an engine of {@link #elementType()} on some or all of {@link #devices()}
      */
     public LaneModel.Factory lanes(int maxBatch) {
         return device -> {
@@ -93,7 +110,37 @@ public final class ReplicatedMlp implements AutoCloseable {
             if (replica == null) {
                 throw new IllegalArgumentException("the model is on " + devices() + ", not on " + device);
             }
-            return LaneModel.of(new Mlp(replica.kernels(), replica.layers(), maxBatch), Linear.Mode.FUSED);
+            if (elementType == ElementType.FLOAT32) {
+                return LaneModel.of(new Mlp(replica.kernels(), replica.layers(), maxBatch), Linear.Mode.FUSED);
+            }
+            CublasLt lt = CublasLt.create(device);
+            try {
+                List<Linear> layers = replica.layers().stream().map(layer -> layer.withCublasLt(lt)).toList();
+                return onCublasLt(LaneModel.of(new Mlp(replica.kernels(), layers, maxBatch), Linear.Mode.FUSED), lt);
+            } catch (RuntimeException e) {
+                lt.close();
+                throw e;
+            }
+        };
+    }
+
+    /**
+     * A lane's half-precision model, which closes its cuBLASLt handle after itself. Its passes are
+     * not archived: cuBLASLt launches kernels of its own, which a graph archive cannot record.
+     */
+    private static LaneModel onCublasLt(LaneModel mlp, CublasLt lt) {
+        return new LaneModel() {
+            @Override
+            public void forward(CudaStream stream, int batch, DeviceBuffer input, DeviceBuffer output) {
+                mlp.forward(stream, batch, input, output);
+            }
+
+            @Override
+            public void close() {
+                try (lt) {
+                    mlp.close();
+                }
+            }
         };
     }
 

@@ -16,24 +16,49 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
+import org.cudagraph4j.ElementType;
+import org.cudagraph4j.HalfFloats;
 
 /**
  * A strict reader and writer of the {@code .safetensors} format (8-byte little-endian header length,
- * a JSON header, then the raw little-endian tensors), for FP32 tensors. Maven Central has no small
- * maintained Java reader, so this one checks everything the format promises and names what is
- * wrong: a header that does not fit, duplicate or unknown keys, a dtype other than F32, shapes that
- * do not match their byte ranges, and byte ranges that overlap, leave holes or run past the file.
+ * a JSON header, then the raw little-endian tensors), for model files whose tensors all hold one
+ * float type: F32, F16 or BF16. Maven Central has no small maintained Java reader, so this one
+ * checks everything the format promises and names what is wrong: a header that does not fit,
+ * duplicate or unknown keys, a dtype other than those three or tensors of different dtypes, shapes
+ * that do not match their byte ranges, and byte ranges that overlap, leave holes or run past the
+ * file. Half-precision values are widened exactly to floats on reading, and must be values of
+ * their format on writing.
  */
 public final class SafeTensors {
     /** A header larger than this is refused rather than read (the format's own readers use 100 MB). */
     static final long MAX_HEADER_BYTES = 100L << 20;
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Map<String, ElementType> DTYPES = Map.of("F32", ElementType.FLOAT32,
+            "F16", ElementType.FLOAT16, "BF16", ElementType.BFLOAT16);
 
-    /** One FP32 tensor. */
-    public record Tensor(List<Integer> shape, float[] data) {
-        /** Checks that the shape holds exactly the data. */
+    /**
+     * One tensor, its values as floats.
+     *
+     * @param shape its dimensions
+     * @param type what the file holds it as: FLOAT32, FLOAT16 or BFLOAT16
+     * @param data its values, row-major; for a half-precision tensor, values of that format
+     */
+    public record Tensor(List<Integer> shape, ElementType type, float[] data) {
+        /**
+         * An FP32 tensor.
+         *
+         * @param shape its dimensions
+         * @param data its values, row-major
+         */
+        public Tensor(List<Integer> shape, float[] data) {
+            this(shape, ElementType.FLOAT32, data);
+        }
+
+        /** Checks that the type is one a file holds and that the shape holds exactly the data. */
         public Tensor {
             shape = List.copyOf(shape);
+            dtype(Objects.requireNonNull(type, "type"));
             long elements = 1;
             for (int dimension : shape) {
                 if (dimension < 0) {
@@ -53,7 +78,7 @@ public final class SafeTensors {
     /**
      * Reads every tensor of a file.
      *
-     * @param file a {@code .safetensors} file of F32 tensors
+     * @param file a {@code .safetensors} file of F32, F16 or BF16 tensors, all of one dtype
      * @return the tensors by name, in file order
      * @throws IOException if the file cannot be read
      * @throws IllegalArgumentException naming the fault, if the file is not well-formed
@@ -84,6 +109,8 @@ public final class SafeTensors {
         long dataLength = bytes.length - dataStart;
         record Entry(String name, List<Integer> shape, long begin, long end) {}
         List<Entry> entries = new ArrayList<>();
+        ElementType type = null;
+        String first = null;
         for (Iterator<Map.Entry<String, JsonNode>> fields = header.fields(); fields.hasNext(); ) {
             Map.Entry<String, JsonNode> field = fields.next();
             if (field.getKey().equals("__metadata__")) {
@@ -104,9 +131,17 @@ public final class SafeTensors {
                 }
             }
             String dtype = info.path("dtype").asText("");
-            if (!dtype.equals("F32")) {
+            ElementType tensorType = DTYPES.get(dtype);
+            if (tensorType == null) {
                 throw malformed(name, "tensor " + tensor + " is " + (dtype.isEmpty() ? "without a dtype" : dtype)
-                        + "; only F32 is supported");
+                        + "; only F32, F16 and BF16 are supported");
+            }
+            if (type == null) {
+                type = tensorType;
+                first = tensor;
+            } else if (tensorType != type) {
+                throw malformed(name, "tensor " + tensor + " is " + dtype + " but tensor " + first + " is "
+                        + dtype(type) + "; a model file holds one dtype");
             }
             List<Integer> shape = new ArrayList<>();
             JsonNode dims = info.path("shape");
@@ -130,9 +165,15 @@ public final class SafeTensors {
                 throw malformed(name, "tensor " + tensor + " has bytes [" + begin + ", " + end + ") outside the "
                         + dataLength + " bytes of data");
             }
-            long elements = shape.stream().mapToLong(Integer::longValue).reduce(1, Math::multiplyExact);
-            if (elements * Float.BYTES != end - begin) {
-                throw malformed(name, "tensor " + tensor + " of shape " + shape + " needs " + elements * Float.BYTES
+            long size;
+            try {
+                size = Math.multiplyExact(shape.stream().mapToLong(Integer::longValue).reduce(1, Math::multiplyExact),
+                        type.byteSize());
+            } catch (ArithmeticException e) {
+                throw malformed(name, "tensor " + tensor + " of shape " + shape + " has more bytes than a file can");
+            }
+            if (size != end - begin) {
+                throw malformed(name, "tensor " + tensor + " of shape " + shape + " needs " + size
                         + " bytes but has " + (end - begin));
             }
             entries.add(new Entry(tensor, shape, begin, end));
@@ -153,10 +194,18 @@ public final class SafeTensors {
         Map<String, Tensor> tensors = new LinkedHashMap<>();
         ByteBuffer data = ByteBuffer.wrap(bytes, dataStart, (int) dataLength).slice().order(ByteOrder.LITTLE_ENDIAN);
         for (Entry entry : entries) {
-            float[] values = new float[(int) ((entry.end() - entry.begin()) / Float.BYTES)];
-            data.slice((int) entry.begin(), (int) (entry.end() - entry.begin())).order(ByteOrder.LITTLE_ENDIAN)
-                    .asFloatBuffer().get(values);
-            tensors.put(entry.name(), new Tensor(entry.shape(), values));
+            ByteBuffer raw = data.slice((int) entry.begin(), (int) (entry.end() - entry.begin()))
+                    .order(ByteOrder.LITTLE_ENDIAN);
+            float[] values;
+            if (type == ElementType.FLOAT32) {
+                values = new float[raw.remaining() / Float.BYTES];
+                raw.asFloatBuffer().get(values);
+            } else {
+                short[] bits = new short[raw.remaining() / Short.BYTES];
+                raw.asShortBuffer().get(bits);
+                values = HalfFloats.toFloats(bits, type);
+            }
+            tensors.put(entry.name(), new Tensor(entry.shape(), type, values));
         }
         return tensors;
     }
@@ -168,6 +217,8 @@ public final class SafeTensors {
      * @param tensors the tensors by name
      * @param metadata string pairs for {@code __metadata__}
      * @throws IOException if the file cannot be written
+     * @throws IllegalArgumentException if the tensors hold different types, or a half-precision tensor holds a
+     *     value its format cannot represent exactly
      */
     public static void write(Path file, Map<String, Tensor> tensors, Map<String, String> metadata) throws IOException {
         Files.write(file, encode(tensors, metadata));
@@ -179,12 +230,18 @@ public final class SafeTensors {
             ObjectNode meta = header.putObject("__metadata__");
             metadata.forEach(meta::put);
         }
+        ElementType type = tensors.isEmpty() ? ElementType.FLOAT32 : tensors.values().iterator().next().type();
         long offset = 0;
         for (Map.Entry<String, Tensor> entry : tensors.entrySet()) {
+            Tensor tensor = entry.getValue();
+            if (tensor.type() != type) {
+                throw new IllegalArgumentException("tensor " + entry.getKey() + " is " + dtype(tensor.type())
+                        + " but the first is " + dtype(type) + "; a model file holds one dtype");
+            }
             ObjectNode info = header.putObject(entry.getKey());
-            info.put("dtype", "F32");
-            entry.getValue().shape().forEach(info.putArray("shape")::add);
-            long bytes = (long) entry.getValue().data().length * Float.BYTES;
+            info.put("dtype", dtype(type));
+            tensor.shape().forEach(info.putArray("shape")::add);
+            long bytes = tensor.data().length * type.byteSize();
             info.putArray("data_offsets").add(offset).add(offset + bytes);
             offset += bytes;
         }
@@ -195,11 +252,43 @@ public final class SafeTensors {
         for (int i = json.length; i < padded; i++) {
             out.put((byte) ' ');
         }
-        for (Tensor tensor : tensors.values()) {
-            out.asFloatBuffer().put(tensor.data());
-            out.position(out.position() + tensor.data().length * Float.BYTES);
+        for (Map.Entry<String, Tensor> entry : tensors.entrySet()) {
+            float[] values = entry.getValue().data();
+            if (type == ElementType.FLOAT32) {
+                out.asFloatBuffer().put(values);
+                out.position(out.position() + values.length * Float.BYTES);
+            } else {
+                short[] bits = HalfFloats.fromFloats(values, type);
+                float[] back = HalfFloats.toFloats(bits, type);
+                for (int i = 0; i < values.length; i++) {
+                    // Compared as bits: a NaN's payload and the sign of a zero must survive too.
+                    if (Float.floatToRawIntBits(back[i]) != Float.floatToRawIntBits(values[i])) {
+                        throw new IllegalArgumentException("tensor " + entry.getKey() + " holds " + values[i]
+                                + " at element " + i + ", which " + dtype(type) + " cannot represent exactly (round "
+                                + "it to the format first)");
+                    }
+                }
+                out.asShortBuffer().put(bits);
+                out.position(out.position() + bits.length * Short.BYTES);
+            }
         }
         return out.array();
+    }
+
+    /**
+     * The format's name for an element type.
+     *
+     * @param type FLOAT32, FLOAT16 or BFLOAT16
+     * @return F32, F16 or BF16
+     * @throws IllegalArgumentException for another type
+     */
+    static String dtype(ElementType type) {
+        return switch (type) {
+            case FLOAT32 -> "F32";
+            case FLOAT16 -> "F16";
+            case BFLOAT16 -> "BF16";
+            default -> throw new IllegalArgumentException("a model file holds F32, F16 or BF16 tensors, not " + type);
+        };
     }
 
     private static IllegalArgumentException malformed(String name, String problem) {

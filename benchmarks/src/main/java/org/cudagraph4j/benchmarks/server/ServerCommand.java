@@ -14,6 +14,7 @@ import java.util.regex.Pattern;
 import java.util.stream.IntStream;
 import org.cudagraph4j.Cuda;
 import org.cudagraph4j.CudaDevice;
+import org.cudagraph4j.ElementType;
 import org.cudagraph4j.serving.ServingOptions;
 import jdk.jfr.Recording;
 import picocli.CommandLine;
@@ -24,31 +25,44 @@ import picocli.CommandLine.Spec;
 import sun.misc.Signal;
 
 /**
- * The inference server's command line: serves a model file until {@code SIGTERM} or {@code SIGINT},
- * then stops gracefully and exits 0; or writes a random model file ({@code --generate}).
+ * The inference server's command line: serves a model file (FP32, FP16 or BF16, as the file holds
+ * it) until {@code SIGTERM} or {@code SIGINT}, then stops gracefully and exits 0; or writes a random
+ * model file ({@code --generate}, in {@code --dtype}).
  *
  * <p>{@code --help} prints the options to stdout and exits 0; an unknown or invalid option is one
  * line on stderr and exit 2; a model file that cannot be read is one line on stderr and exit 1.
  */
 @Command(name = "InferenceServer", mixinStandardHelpOptions = true, sortOptions = false,
         versionProvider = ServerCommand.Version.class,
-        description = "Serves an MLP (.safetensors) over the Open Inference Protocol (KServe v2 REST), JSON or "
-                + "binary tensor data, on the GPU through cudagraph4j's serving engine or on the CPU.")
+        description = "Serves an MLP (.safetensors, FP32, FP16 or BF16) over the Open Inference Protocol (KServe v2 "
+                + "REST), JSON or binary tensor data, on the GPU through cudagraph4j's serving engine or on the CPU.")
 public final class ServerCommand implements Callable<Integer> {
     /** Where the model runs. */
     enum Backend { gpu, cpu }
 
+    /** The element type of a generated model, by its protocol name. */
+    enum Dtype {
+        FP32(ElementType.FLOAT32), FP16(ElementType.FLOAT16), BF16(ElementType.BFLOAT16);
+
+        final ElementType type;
+
+        Dtype(ElementType type) {
+            this.type = type;
+        }
+    }
+
     @Spec
     private CommandLine.Model.CommandSpec spec;
 
-    @Option(names = "--model", paramLabel = "FILE", description = "The model to serve (.safetensors).")
+    @Option(names = "--model", paramLabel = "FILE",
+            description = "The model to serve (.safetensors), in the dtype the file holds: F32, F16 or BF16.")
     Path model;
 
     @Option(names = "--generate", paramLabel = "FILE",
             description = "Write a random model of --width and --layers to FILE instead of serving.")
     Path generate;
 
-    @Option(names = "--width", defaultValue = "512", description = "With --generate: floats per row (${DEFAULT-VALUE}).")
+    @Option(names = "--width", defaultValue = "512", description = "With --generate: values per row (${DEFAULT-VALUE}).")
     int width;
 
     @Option(names = "--layers", defaultValue = "16", description = "With --generate: Linear+ReLU layers (${DEFAULT-VALUE}).")
@@ -56,6 +70,11 @@ public final class ServerCommand implements Callable<Integer> {
 
     @Option(names = "--seed", defaultValue = "42", description = "With --generate: the random seed (${DEFAULT-VALUE}).")
     long seed;
+
+    @Option(names = "--dtype", defaultValue = "FP32", paramLabel = "FP32|FP16|BF16",
+            description = "With --generate: the weights' type; FP16 and BF16 round the FP32 weights to nearest "
+                    + "(${DEFAULT-VALUE}).")
+    Dtype dtype;
 
     @Option(names = "--name", defaultValue = "mlp", description = "The model's name in the URLs (${DEFAULT-VALUE}).")
     String name;
@@ -184,7 +203,7 @@ public final class ServerCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         if (generate != null) {
-            MlpWeights.random(width, layers, seed).save(generate);
+            MlpWeights.random(width, layers, seed).withElementType(dtype.type).save(generate);
             out.println("wrote " + generate);
             return 0;
         }

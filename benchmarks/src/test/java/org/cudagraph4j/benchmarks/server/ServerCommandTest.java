@@ -1,5 +1,6 @@
 package org.cudagraph4j.benchmarks.server;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -10,6 +11,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import org.cudagraph4j.ElementType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine.ParameterException;
@@ -76,6 +78,27 @@ class ServerCommandTest {
         Run generate = run("--generate", file.toString(), "--width", "8", "--layers", "2", "--seed", "3");
         assertEquals(0, generate.status(), generate.err());
         assertEquals(MlpWeights.random(8, 2, 3).widths(), MlpWeights.load(file).widths());
+        assertEquals(ElementType.FLOAT32, MlpWeights.load(file).elementType(), "FP32 by default");
+    }
+
+    @Test
+    void generateWritesAHalfPrecisionModelOfDtype(@TempDir Path dir) throws Exception {
+        for (String dtype : List.of("FP16", "BF16")) {
+            Path file = dir.resolve(dtype + ".safetensors");
+            Run generate = run("--generate", file.toString(), "--width", "8", "--layers", "2", "--seed", "3", "--dtype",
+                    dtype);
+            assertEquals(0, generate.status(), generate.err());
+            ElementType type = dtype.equals("FP16") ? ElementType.FLOAT16 : ElementType.BFLOAT16;
+            MlpWeights expected = MlpWeights.random(8, 2, 3).withElementType(type);
+            MlpWeights loaded = MlpWeights.load(file);
+            assertEquals(type, loaded.elementType());
+            assertArrayEquals(expected.weights().get(1), loaded.weights().get(1));
+        }
+        Run bad = run("--generate", dir.resolve("x.safetensors").toString(), "--dtype", "FP8");
+        assertEquals(2, bad.status());
+        assertTrue(bad.err().startsWith("InferenceServer: ") && bad.err().contains("--dtype")
+                && bad.err().contains("FP32, FP16, BF16"), bad.err());
+        assertTrue(run("--help").out().contains("--dtype=FP32|FP16|BF16"));
     }
 
     @Test

@@ -77,12 +77,17 @@ final class TestClient {
 
     /** A JSON request of {@code rows} rows of {@code values}, flat. */
     static String request(int rows, int width, float... values) {
+        return request("FP32", rows, width, values);
+    }
+
+    /** A JSON request of {@code rows} rows of {@code values} of {@code datatype}, flat. */
+    static String request(String datatype, int rows, int width, float... values) {
         StringBuilder data = new StringBuilder();
         for (int i = 0; i < values.length; i++) {
             data.append(i == 0 ? "" : ",").append(values[i]);
         }
-        return "{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[" + rows + "," + width
-                + "],\"data\":[" + data + "]}]}";
+        return "{\"inputs\":[{\"name\":\"input\",\"datatype\":\"" + datatype + "\",\"shape\":[" + rows + ","
+                + width + "],\"data\":[" + data + "]}]}";
     }
 
     /** A binary-tensor-data body: the JSON header, then the rows in little-endian FP32. */
@@ -90,6 +95,14 @@ final class TestClient {
         byte[] header = json.getBytes(StandardCharsets.UTF_8);
         ByteBuffer body = ByteBuffer.allocate(header.length + rows.length * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
         body.put(header).asFloatBuffer().put(rows);
+        return body.array();
+    }
+
+    /** A binary-tensor-data body: the JSON header, then the rows' FP16 or BF16 bits, little-endian. */
+    static byte[] binaryBody(String json, short[] rows) {
+        byte[] header = json.getBytes(StandardCharsets.UTF_8);
+        ByteBuffer body = ByteBuffer.allocate(header.length + rows.length * Short.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        body.put(header).asShortBuffer().put(rows);
         return body.array();
     }
 
