@@ -5,6 +5,8 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import org.cudagraph4j.CaptureStatus;
+import org.cudagraph4j.CudaEvent;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.GraphAccess;
@@ -14,7 +16,7 @@ import org.cudagraph4j.internal.lifetime.GraphAllocations;
 import org.cudagraph4j.internal.lifetime.Lifetime;
 
 /**
- * One {@link Matmul} ready to run: cuBLASLt's descriptors, the heuristic's algorithm and the
+ * One {@link Matmul} ready to run: cuBLASLt's descriptors, the algorithm its handle chose and the
  * workspace it runs in. A run checks its buffers against the product (type, length, device,
  * alignment, overlap) and queues one {@code cublasLtMatmul}; it allocates nothing, so a run on a
  * capturing stream goes into the graph, which keeps the buffers and the workspace alive.
@@ -26,6 +28,8 @@ import org.cudagraph4j.internal.lifetime.Lifetime;
  * through one workspace must still be ordered on the device (see {@link CublasLt}).
  */
 public final class MatmulPlan implements AutoCloseable {
+    /** Timed runs of each candidate algorithm under {@link AlgorithmChoice#TIMED}. */
+    private static final int TIMED_RUNS = 4;
     private final CublasLt lt;
     private final Matmul matmul;
     private final DeviceBuffer workspace;
@@ -36,7 +40,7 @@ public final class MatmulPlan implements AutoCloseable {
     private final MemorySegment first;
     private final MemorySegment second;
     private final MemorySegment output;
-    private final Algorithm algorithm;
+    private final CublasLt.Choice algorithm;
     private volatile boolean closed;
 
     MatmulPlan(CublasLt lt, Matmul matmul, DeviceBuffer workspace, boolean keptByHandle) {
@@ -130,12 +134,12 @@ public final class MatmulPlan implements AutoCloseable {
 
     /** {@return the workspace bytes the chosen algorithm uses, at most its workspace's size} */
     public long workspaceBytes() {
-        return algorithm.workspaceBytes();
+        return algorithm.chosen().workspaceBytes();
     }
 
     /** {@return the heuristic's estimate of how many waves of the GPU one run fills; 1 fills it once} */
     public float waves() {
-        return algorithm.waves();
+        return algorithm.chosen().waves();
     }
 
     /**
@@ -256,12 +260,15 @@ public final class MatmulPlan implements AutoCloseable {
                 DeviceBuffer secondBuffer = swapped ? a : b;
                 long source = beta != 0f ? c.address() : d.address();
                 if (capture == null) {
-                    queue(alpha, firstBuffer, secondBuffer, beta, source, d, streamHandle, arena);
+                    if (!algorithm.settled() && beta == 0f && stream.captureStatus() == CaptureStatus.NONE) {
+                        timeCandidates(stream, firstBuffer, secondBuffer, d, streamHandle, arena);
+                    }
+                    queue(algorithm.chosen(), alpha, firstBuffer, secondBuffer, beta, source, d, streamHandle, arena);
                     return;
                 }
                 List<Lifetime> lifetimes = used.stream().map(access::lifetime).toList();
                 synchronized (slot) {
-                    queue(alpha, firstBuffer, secondBuffer, beta, source, d, streamHandle, arena);
+                    queue(algorithm.chosen(), alpha, firstBuffer, secondBuffer, beta, source, d, streamHandle, arena);
                     capture.use(lifetimes);
                 }
             }
@@ -270,12 +277,44 @@ public final class MatmulPlan implements AutoCloseable {
 
     private record Named(String name, DeviceBuffer buffer) {}
 
-    private void queue(float alpha, DeviceBuffer firstBuffer, DeviceBuffer secondBuffer, float beta, long source,
-            DeviceBuffer d, MemorySegment stream, Arena arena) {
+    private void queue(Algorithm chosen, float alpha, DeviceBuffer firstBuffer, DeviceBuffer secondBuffer, float beta,
+            long source, DeviceBuffer d, MemorySegment stream, Arena arena) {
         org.cudagraph4j.internal.CublasLt.matmul(lt.device().ordinal(), lt.handle(), operation, alpha,
                 firstBuffer.address(), first, secondBuffer.address(), second, beta, source, output, d.address(), output,
-                algorithm, workspace == null ? 0 : workspace.address(), algorithm.workspaceBytes(), stream, arena,
-                matmul);
+                chosen, workspace == null ? 0 : workspace.address(), chosen.workspaceBytes(), stream, arena, matmul);
+    }
+
+    /**
+     * Times each candidate algorithm four times on this run's buffers, after one untimed run, between
+     * CUDA events on {@code stream}, and settles the product's choice on the fastest. Called once per
+     * product, outside any capture, with {@code beta} 0.
+     */
+    private void timeCandidates(CudaStream stream, DeviceBuffer firstBuffer, DeviceBuffer secondBuffer, DeviceBuffer d,
+            MemorySegment streamHandle, Arena arena) {
+        synchronized (algorithm) {
+            if (algorithm.settled()) {
+                return;
+            }
+            Algorithm fastest = null;
+            float best = Float.MAX_VALUE;
+            try (CudaEvent start = lt.device().createEvent(); CudaEvent end = lt.device().createEvent()) {
+                for (Algorithm candidate : algorithm.candidates()) {
+                    queue(candidate, 1f, firstBuffer, secondBuffer, 0f, d.address(), d, streamHandle, arena);
+                    start.record(stream);
+                    for (int i = 0; i < TIMED_RUNS; i++) {
+                        queue(candidate, 1f, firstBuffer, secondBuffer, 0f, d.address(), d, streamHandle, arena);
+                    }
+                    end.record(stream);
+                    end.synchronize();
+                    float millis = end.elapsedMillisSince(start);
+                    if (millis < best) {
+                        best = millis;
+                        fastest = candidate;
+                    }
+                }
+            }
+            algorithm.settle(fastest);
+        }
     }
 
     private void check(String name, DeviceBuffer buffer, org.cudagraph4j.ElementType type, long elements) {
@@ -339,7 +378,7 @@ public final class MatmulPlan implements AutoCloseable {
     /** {@return the product and the workspace it uses} */
     @Override
     public String toString() {
-        return "MatmulPlan[" + matmul + ", " + algorithm.workspaceBytes() + "-byte workspace" + (closed ? ", closed" : "")
+        return "MatmulPlan[" + matmul + ", " + workspaceBytes() + "-byte workspace" + (closed ? ", closed" : "")
                 + "]";
     }
 }
