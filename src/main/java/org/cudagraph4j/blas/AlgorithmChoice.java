@@ -9,8 +9,10 @@ public enum AlgorithmChoice {
     /**
      * The fastest of the heuristic's first {@value CublasLt#TIMED_CANDIDATES} choices, timed once per
      * product on its first run outside a capture (each candidate run once, then four times between
-     * CUDA events, on that run's own buffers, the calling thread waiting for them), then kept for every
-     * later run and capture; a capture before that runs the heuristic's first choice. cuBLASLt's heuristic is a model; for skinny products its first choice is not always
+     * CUDA events, on that run's own buffers, each time after a write of twice the L2 cache so that it
+     * reads from device memory as a model's layers do; the calling thread waits for them and a
+     * scratch buffer of twice the L2 is allocated meanwhile), then kept for every later run and
+     * capture; a capture before that runs the heuristic's first choice. cuBLASLt's heuristic is a model; for skinny products its first choice is not always
      * the fastest. A run with {@code beta} other than 0, which reads C, is never timed: the candidates
      * would overwrite D.
      */

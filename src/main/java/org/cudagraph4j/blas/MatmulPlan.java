@@ -6,10 +6,13 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import org.cudagraph4j.CaptureStatus;
+import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaEvent;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.ElementType;
 import org.cudagraph4j.GraphAccess;
+import org.cudagraph4j.error.CudaException;
 import org.cudagraph4j.internal.CublasLt.Algorithm;
 import org.cudagraph4j.internal.lifetime.CaptureTracker;
 import org.cudagraph4j.internal.lifetime.GraphAllocations;
@@ -285,9 +288,12 @@ public final class MatmulPlan implements AutoCloseable {
     }
 
     /**
-     * Times each candidate algorithm four times on this run's buffers, after one untimed run, between
-     * CUDA events on {@code stream}, and settles the product's choice on the fastest. Called once per
-     * product, outside any capture, with {@code beta} 0.
+     * Times each candidate algorithm on this run's buffers, after one untimed run: four runs, each
+     * after a write of twice the L2 cache, between CUDA events on {@code stream}, so that every run
+     * reads its operands from device memory as a layer of a model does, not from an L2 that the last
+     * run filled. Settles the product's choice on the fastest. Called once per product, outside any
+     * capture, with {@code beta} 0; if the flush buffer cannot be allocated (another thread capturing
+     * in global mode refuses {@code cudaMalloc}), the choice stays open for a later run.
      */
     private void timeCandidates(CudaStream stream, DeviceBuffer firstBuffer, DeviceBuffer secondBuffer, DeviceBuffer d,
             MemorySegment streamHandle, Arena arena) {
@@ -295,18 +301,27 @@ public final class MatmulPlan implements AutoCloseable {
             if (algorithm.settled()) {
                 return;
             }
+            CudaDevice device = lt.device();
+            DeviceBuffer flush;
+            try {
+                flush = device.allocate(ElementType.INT8, 2L * device.properties().l2CacheBytes());
+            } catch (CudaException e) {
+                return;
+            }
             Algorithm fastest = null;
             float best = Float.MAX_VALUE;
-            try (CudaEvent start = lt.device().createEvent(); CudaEvent end = lt.device().createEvent()) {
+            try (flush; CudaEvent start = device.createEvent(); CudaEvent end = device.createEvent()) {
                 for (Algorithm candidate : algorithm.candidates()) {
                     queue(candidate, 1f, firstBuffer, secondBuffer, 0f, d.address(), d, streamHandle, arena);
-                    start.record(stream);
+                    float millis = 0;
                     for (int i = 0; i < TIMED_RUNS; i++) {
+                        flush.memsetAsync(i, stream);
+                        start.record(stream);
                         queue(candidate, 1f, firstBuffer, secondBuffer, 0f, d.address(), d, streamHandle, arena);
+                        end.record(stream);
+                        end.synchronize();
+                        millis += end.elapsedMillisSince(start);
                     }
-                    end.record(stream);
-                    end.synchronize();
-                    float millis = end.elapsedMillisSince(start);
                     if (millis < best) {
                         best = millis;
                         fastest = candidate;
