@@ -1,7 +1,6 @@
 package org.cudagraph4j.blas;
 
 import java.lang.foreign.MemorySegment;
-import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -23,8 +22,7 @@ import org.cudagraph4j.ElementType;
  *
  * <p>{@link #plan(Matmul)} asks cuBLASLt's heuristic for an algorithm once per product and
  * workspace size, and the handle remembers the choice, so that every later plan of the same
- * product reuses it; a handle created with {@link AlgorithmChoice#TIMED} times the heuristic's
- * first few choices on a product's first run instead, and keeps the fastest. A matmul allocates nothing when it runs, so it can be captured into a graph;
+ * product reuses it. A matmul allocates nothing when it runs, so it can be captured into a graph;
  * the graph keeps its buffers and workspace alive, and {@code describe()} draws its kernels by
  * name.
  *
@@ -45,14 +43,11 @@ import org.cudagraph4j.ElementType;
 public final class CublasLt implements AutoCloseable {
     /** The workspace a handle gets by default, as PyTorch gives cuBLASLt on Hopper: 32 MiB. */
     public static final long DEFAULT_WORKSPACE_BYTES = 32L << 20;
-    /** The heuristic's choices that {@link AlgorithmChoice#TIMED} times. */
-    public static final int TIMED_CANDIDATES = 8;
 
     private final CudaDevice device;
     private final MemorySegment handle;
     private final DeviceBuffer workspace;
-    private final AlgorithmChoice choice;
-    private final Map<AlgorithmKey, Choice> algorithms = new ConcurrentHashMap<>();
+    private final Map<AlgorithmKey, org.cudagraph4j.internal.CublasLt.Algorithm> algorithms = new ConcurrentHashMap<>();
     private final Set<MatmulPlan> plans = ConcurrentHashMap.newKeySet();
     private final Map<Matmul, MatmulPlan> kept = new ConcurrentHashMap<>();
     /** The stream the handle's workspace serves: the first one a matmul ran on through it. */
@@ -61,44 +56,10 @@ public final class CublasLt implements AutoCloseable {
 
     private record AlgorithmKey(Matmul matmul, long workspaceBytes) {}
 
-    /**
-     * The algorithm one product runs with, shared by its plans: the heuristic's first until (with
-     * {@link AlgorithmChoice#TIMED}) the candidates have been timed, then the fastest.
-     */
-    static final class Choice {
-        private final List<org.cudagraph4j.internal.CublasLt.Algorithm> candidates;
-        private volatile org.cudagraph4j.internal.CublasLt.Algorithm chosen;
-        private volatile boolean settled;
-
-        Choice(List<org.cudagraph4j.internal.CublasLt.Algorithm> candidates, boolean settled) {
-            this.candidates = candidates;
-            this.chosen = candidates.getFirst();
-            this.settled = settled || candidates.size() == 1;
-        }
-
-        org.cudagraph4j.internal.CublasLt.Algorithm chosen() {
-            return chosen;
-        }
-
-        boolean settled() {
-            return settled;
-        }
-
-        List<org.cudagraph4j.internal.CublasLt.Algorithm> candidates() {
-            return candidates;
-        }
-
-        void settle(org.cudagraph4j.internal.CublasLt.Algorithm fastest) {
-            chosen = fastest;
-            settled = true;
-        }
-    }
-
-    private CublasLt(CudaDevice device, MemorySegment handle, DeviceBuffer workspace, AlgorithmChoice choice) {
+    private CublasLt(CudaDevice device, MemorySegment handle, DeviceBuffer workspace) {
         this.device = device;
         this.handle = handle;
         this.workspace = workspace;
-        this.choice = choice;
     }
 
     /**
@@ -127,31 +88,14 @@ public final class CublasLt implements AutoCloseable {
      * @throws org.cudagraph4j.error.CublasException if cuBLASLt cannot create a handle
      */
     public static CublasLt create(CudaDevice device, long workspaceBytes) {
-        return create(device, workspaceBytes, AlgorithmChoice.HEURISTIC);
-    }
-
-    /**
-     * Creates a handle with a workspace of {@code workspaceBytes} that chooses each product's
-     * algorithm as {@code choice} says.
-     *
-     * @param device the device whose products this handle plans and runs
-     * @param workspaceBytes the workspace's size, at least 0
-     * @param choice the heuristic's first choice, or the fastest of its first few, timed
-     * @return the handle
-     * @throws IllegalArgumentException if {@code workspaceBytes} is negative
-     * @throws org.cudagraph4j.error.CudaRuntimeNotFoundException if {@code libcublasLt.so.13} is not found
-     * @throws org.cudagraph4j.error.CublasException if cuBLASLt cannot create a handle
-     */
-    public static CublasLt create(CudaDevice device, long workspaceBytes, AlgorithmChoice choice) {
         Objects.requireNonNull(device, "device");
-        Objects.requireNonNull(choice, "choice");
         if (workspaceBytes < 0) {
             throw new IllegalArgumentException("workspaceBytes must be at least 0, got " + workspaceBytes);
         }
         MemorySegment handle = org.cudagraph4j.internal.CublasLt.create(device.ordinal());
         try {
             DeviceBuffer workspace = workspaceBytes == 0 ? null : device.allocate(ElementType.INT8, workspaceBytes);
-            return new CublasLt(device, handle, workspace, choice);
+            return new CublasLt(device, handle, workspace);
         } catch (RuntimeException e) {
             org.cudagraph4j.internal.CublasLt.destroy(handle);
             throw e;
@@ -245,19 +189,13 @@ public final class CublasLt implements AutoCloseable {
         }
     }
 
-    /** {@return how this handle chooses each product's algorithm} */
-    public AlgorithmChoice algorithmChoice() {
-        return choice;
-    }
-
-    /** The algorithm choice for a plan's descriptors, asked of the heuristic once per product and workspace size. */
-    Choice algorithm(Matmul matmul, long workspaceBytes, MemorySegment operation, MemorySegment a, MemorySegment b,
-            MemorySegment d) {
+    /** The heuristic's algorithm for a plan's descriptors, asked once per product and workspace size. */
+    org.cudagraph4j.internal.CublasLt.Algorithm algorithm(Matmul matmul, long workspaceBytes,
+            MemorySegment operation, MemorySegment a, MemorySegment b, MemorySegment d) {
         return algorithms.computeIfAbsent(new AlgorithmKey(matmul, workspaceBytes),
-                key -> new Choice(org.cudagraph4j.internal.CublasLt.heuristic(device.ordinal(), handle, operation, a,
-                        b, d, d, workspaceBytes, matmul.alignment(),
-                        choice == AlgorithmChoice.TIMED ? TIMED_CANDIDATES : 1, matmul + " on " + device + " within "
-                                + workspaceBytes + " bytes of workspace"), choice == AlgorithmChoice.HEURISTIC));
+                key -> org.cudagraph4j.internal.CublasLt.heuristic(device.ordinal(), handle, operation, a, b, d, d,
+                        workspaceBytes, matmul.alignment(), matmul + " on " + device + " within " + workspaceBytes
+                                + " bytes of workspace"));
     }
 
     MemorySegment handle() {

@@ -5,21 +5,16 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import org.cudagraph4j.CaptureStatus;
-import org.cudagraph4j.CudaDevice;
-import org.cudagraph4j.CudaEvent;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
-import org.cudagraph4j.ElementType;
 import org.cudagraph4j.GraphAccess;
-import org.cudagraph4j.error.CudaException;
 import org.cudagraph4j.internal.CublasLt.Algorithm;
 import org.cudagraph4j.internal.lifetime.CaptureTracker;
 import org.cudagraph4j.internal.lifetime.GraphAllocations;
 import org.cudagraph4j.internal.lifetime.Lifetime;
 
 /**
- * One {@link Matmul} ready to run: cuBLASLt's descriptors, the algorithm its handle chose and the
+ * One {@link Matmul} ready to run: cuBLASLt's descriptors, the heuristic's algorithm and the
  * workspace it runs in. A run checks its buffers against the product (type, length, device,
  * alignment, overlap) and queues one {@code cublasLtMatmul}; it allocates nothing, so a run on a
  * capturing stream goes into the graph, which keeps the buffers and the workspace alive.
@@ -31,8 +26,6 @@ import org.cudagraph4j.internal.lifetime.Lifetime;
  * through one workspace must still be ordered on the device (see {@link CublasLt}).
  */
 public final class MatmulPlan implements AutoCloseable {
-    /** Timed runs of each candidate algorithm under {@link AlgorithmChoice#TIMED}. */
-    private static final int TIMED_RUNS = 4;
     private final CublasLt lt;
     private final Matmul matmul;
     private final DeviceBuffer workspace;
@@ -43,7 +36,7 @@ public final class MatmulPlan implements AutoCloseable {
     private final MemorySegment first;
     private final MemorySegment second;
     private final MemorySegment output;
-    private final CublasLt.Choice algorithm;
+    private final Algorithm algorithm;
     private volatile boolean closed;
 
     MatmulPlan(CublasLt lt, Matmul matmul, DeviceBuffer workspace, boolean keptByHandle) {
@@ -137,12 +130,12 @@ public final class MatmulPlan implements AutoCloseable {
 
     /** {@return the workspace bytes the chosen algorithm uses, at most its workspace's size} */
     public long workspaceBytes() {
-        return algorithm.chosen().workspaceBytes();
+        return algorithm.workspaceBytes();
     }
 
     /** {@return the heuristic's estimate of how many waves of the GPU one run fills; 1 fills it once} */
     public float waves() {
-        return algorithm.chosen().waves();
+        return algorithm.waves();
     }
 
     /**
@@ -263,15 +256,12 @@ public final class MatmulPlan implements AutoCloseable {
                 DeviceBuffer secondBuffer = swapped ? a : b;
                 long source = beta != 0f ? c.address() : d.address();
                 if (capture == null) {
-                    if (!algorithm.settled() && beta == 0f && stream.captureStatus() == CaptureStatus.NONE) {
-                        timeCandidates(stream, firstBuffer, secondBuffer, d, streamHandle, arena);
-                    }
-                    queue(algorithm.chosen(), alpha, firstBuffer, secondBuffer, beta, source, d, streamHandle, arena);
+                    queue(alpha, firstBuffer, secondBuffer, beta, source, d, streamHandle, arena);
                     return;
                 }
                 List<Lifetime> lifetimes = used.stream().map(access::lifetime).toList();
                 synchronized (slot) {
-                    queue(algorithm.chosen(), alpha, firstBuffer, secondBuffer, beta, source, d, streamHandle, arena);
+                    queue(alpha, firstBuffer, secondBuffer, beta, source, d, streamHandle, arena);
                     capture.use(lifetimes);
                 }
             }
@@ -280,56 +270,12 @@ public final class MatmulPlan implements AutoCloseable {
 
     private record Named(String name, DeviceBuffer buffer) {}
 
-    private void queue(Algorithm chosen, float alpha, DeviceBuffer firstBuffer, DeviceBuffer secondBuffer, float beta,
-            long source, DeviceBuffer d, MemorySegment stream, Arena arena) {
+    private void queue(float alpha, DeviceBuffer firstBuffer, DeviceBuffer secondBuffer, float beta, long source,
+            DeviceBuffer d, MemorySegment stream, Arena arena) {
         org.cudagraph4j.internal.CublasLt.matmul(lt.device().ordinal(), lt.handle(), operation, alpha,
                 firstBuffer.address(), first, secondBuffer.address(), second, beta, source, output, d.address(), output,
-                chosen, workspace == null ? 0 : workspace.address(), chosen.workspaceBytes(), stream, arena, matmul);
-    }
-
-    /**
-     * Times each candidate algorithm on this run's buffers, after one untimed run: four runs, each
-     * after a write of twice the L2 cache, between CUDA events on {@code stream}, so that every run
-     * reads its operands from device memory as a layer of a model does, not from an L2 that the last
-     * run filled. Settles the product's choice on the fastest. Called once per product, outside any
-     * capture, with {@code beta} 0; if the flush buffer cannot be allocated (another thread capturing
-     * in global mode refuses {@code cudaMalloc}), the choice stays open for a later run.
-     */
-    private void timeCandidates(CudaStream stream, DeviceBuffer firstBuffer, DeviceBuffer secondBuffer, DeviceBuffer d,
-            MemorySegment streamHandle, Arena arena) {
-        synchronized (algorithm) {
-            if (algorithm.settled()) {
-                return;
-            }
-            CudaDevice device = lt.device();
-            DeviceBuffer flush;
-            try {
-                flush = device.allocate(ElementType.INT8, 2L * device.properties().l2CacheBytes());
-            } catch (CudaException e) {
-                return;
-            }
-            Algorithm fastest = null;
-            float best = Float.MAX_VALUE;
-            try (flush; CudaEvent start = device.createEvent(); CudaEvent end = device.createEvent()) {
-                for (Algorithm candidate : algorithm.candidates()) {
-                    queue(candidate, 1f, firstBuffer, secondBuffer, 0f, d.address(), d, streamHandle, arena);
-                    float millis = 0;
-                    for (int i = 0; i < TIMED_RUNS; i++) {
-                        flush.memsetAsync(i, stream);
-                        start.record(stream);
-                        queue(candidate, 1f, firstBuffer, secondBuffer, 0f, d.address(), d, streamHandle, arena);
-                        end.record(stream);
-                        end.synchronize();
-                        millis += end.elapsedMillisSince(start);
-                    }
-                    if (millis < best) {
-                        best = millis;
-                        fastest = candidate;
-                    }
-                }
-            }
-            algorithm.settle(fastest);
-        }
+                algorithm, workspace == null ? 0 : workspace.address(), algorithm.workspaceBytes(), stream, arena,
+                matmul);
     }
 
     private void check(String name, DeviceBuffer buffer, org.cudagraph4j.ElementType type, long elements) {
@@ -393,7 +339,7 @@ public final class MatmulPlan implements AutoCloseable {
     /** {@return the product and the workspace it uses} */
     @Override
     public String toString() {
-        return "MatmulPlan[" + matmul + ", " + workspaceBytes() + "-byte workspace" + (closed ? ", closed" : "")
+        return "MatmulPlan[" + matmul + ", " + algorithm.workspaceBytes() + "-byte workspace" + (closed ? ", closed" : "")
                 + "]";
     }
 }

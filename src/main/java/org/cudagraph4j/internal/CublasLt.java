@@ -7,8 +7,6 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
-import java.util.List;
 import org.cudagraph4j.cublaslt.cublasLtMatmulAlgo_t;
 import org.cudagraph4j.cublaslt.cublasLtMatmulHeuristicResult_t;
 import org.cudagraph4j.cublaslt.cublasLt_h;
@@ -128,14 +126,13 @@ public final class CublasLt {
     }
 
     /**
-     * The heuristic's algorithms for the described matmul on {@code device}, best first, at most
-     * {@code count}, within {@code maxWorkspaceBytes} and for pointers aligned to {@code alignment}
-     * bytes.
+     * The heuristic's best algorithm for the described matmul on the current device of {@code device},
+     * within {@code maxWorkspaceBytes} and for pointers aligned to {@code alignment} bytes.
      *
      * @throws CublasException if cuBLASLt has no algorithm for it ({@code CUBLAS_STATUS_NOT_SUPPORTED})
      */
-    public static List<Algorithm> heuristic(int device, MemorySegment handle, MemorySegment operation, MemorySegment a,
-            MemorySegment b, MemorySegment c, MemorySegment d, long maxWorkspaceBytes, int alignment, int count,
+    public static Algorithm heuristic(int device, MemorySegment handle, MemorySegment operation, MemorySegment a,
+            MemorySegment b, MemorySegment c, MemorySegment d, long maxWorkspaceBytes, int alignment,
             String description) {
         Devices.use(device);
         try (Arena arena = Arena.ofConfined()) {
@@ -152,24 +149,19 @@ public final class CublasLt {
                     setPreference(arena, preference, attribute, arena.allocateFrom(JAVA_INT, alignment),
                             "MIN_ALIGNMENT");
                 }
-                MemorySegment results = arena.allocate(cublasLtMatmulHeuristicResult_t.layout(), count);
-                MemorySegment returned = arena.allocate(JAVA_INT);
-                check(cublasLt_h.cublasLtMatmulAlgoGetHeuristic(handle, operation, a, b, c, d, preference, count,
-                        results, returned), "cublasLtMatmulAlgoGetHeuristic", description);
-                List<Algorithm> algorithms = new ArrayList<>();
-                for (int i = 0; i < returned.get(JAVA_INT, 0); i++) {
-                    MemorySegment result = cublasLtMatmulHeuristicResult_t.asSlice(results, i);
-                    if (cublasLtMatmulHeuristicResult_t.state(result) == SUCCESS) {
-                        MemorySegment algo = Arena.global().allocate(cublasLtMatmulAlgo_t.layout());
-                        algo.copyFrom(cublasLtMatmulHeuristicResult_t.algo(result));
-                        algorithms.add(new Algorithm(algo, cublasLtMatmulHeuristicResult_t.workspaceSize(result),
-                                cublasLtMatmulHeuristicResult_t.wavesCount(result)));
-                    }
+                MemorySegment result = cublasLtMatmulHeuristicResult_t.allocate(arena);
+                MemorySegment count = arena.allocate(JAVA_INT);
+                check(cublasLt_h.cublasLtMatmulAlgoGetHeuristic(handle, operation, a, b, c, d, preference, 1, result,
+                        count), "cublasLtMatmulAlgoGetHeuristic", description);
+                int state = cublasLtMatmulHeuristicResult_t.state(result);
+                if (count.get(JAVA_INT, 0) < 1 || state != SUCCESS) {
+                    int status = count.get(JAVA_INT, 0) < 1 ? NOT_SUPPORTED : state;
+                    throw failure("cublasLtMatmulAlgoGetHeuristic", status, "no algorithm for " + description);
                 }
-                if (algorithms.isEmpty()) {
-                    throw failure("cublasLtMatmulAlgoGetHeuristic", NOT_SUPPORTED, "no algorithm for " + description);
-                }
-                return List.copyOf(algorithms);
+                MemorySegment algo = Arena.global().allocate(cublasLtMatmulAlgo_t.layout());
+                algo.copyFrom(cublasLtMatmulHeuristicResult_t.algo(result));
+                return new Algorithm(algo, cublasLtMatmulHeuristicResult_t.workspaceSize(result),
+                        cublasLtMatmulHeuristicResult_t.wavesCount(result));
             } finally {
                 check(cublasLt_h.cublasLtMatmulPreferenceDestroy(preference), "cublasLtMatmulPreferenceDestroy", null);
             }

@@ -11,7 +11,6 @@ import org.cudagraph4j.CudaEvent;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.ElementType;
-import org.cudagraph4j.blas.AlgorithmChoice;
 import org.cudagraph4j.blas.CublasLt;
 import org.cudagraph4j.blas.Matmul;
 import org.cudagraph4j.blas.MatmulEpilogue;
@@ -39,9 +38,7 @@ import picocli.CommandLine.Option;
  *       synchronize); at batches of 8 or less also the other choice of kernel: every layer on
  *       cuBLASLt where the shipped GEMV is the default, the GEMV where it is not.</li>
  * </ul>
- * cuBLASLt's algorithms are {@link AlgorithmChoice#TIMED}: the fastest of the heuristic's first
- * choices, timed on each product's first (eager, unmeasured) run. Inputs are random and never zero;
- * each graph's output is checked against an eager forward pass.
+ * Inputs are random and never zero; each graph's output is checked against an eager forward pass.
  * Prints lines in the twin's format: {@code GEMM bf16 cg4j: ...} and {@code MLP16 bf16 cg4j graph: ...}.
  */
 public final class HalfPrecision {
@@ -72,8 +69,7 @@ public final class HalfPrecision {
         public Integer call() {
             CudaDevice device = Cuda.device(0);
             System.out.println("cudagraph4j on " + device.properties().name() + ", cuBLASLt " + CublasLt.version());
-            try (ShippedKernels kernels = ShippedKernels.load(device);
-                    CublasLt lt = CublasLt.create(device, CublasLt.DEFAULT_WORKSPACE_BYTES, AlgorithmChoice.TIMED);
+            try (ShippedKernels kernels = ShippedKernels.load(device); CublasLt lt = CublasLt.create(device);
                     CudaStream stream = device.createStream()) {
                 SplittableRandom random = new SplittableRandom(42);
                 long warm = System.nanoTime();
