@@ -242,11 +242,15 @@ public final class CublasLt implements AutoCloseable {
      * workspace; graphs captured from its matmuls keep the workspace alive. Idempotent.
      */
     @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
+    public void close() {
+        // The monitor only marks the handle closed: plans made before that are in the set, and none
+        // is made after. Closing the plans outside it leaves no lock held while a plan's is taken.
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
         }
-        closed = true;
         for (MatmulPlan plan : plans) {
             plan.closeFromHandle();
         }
