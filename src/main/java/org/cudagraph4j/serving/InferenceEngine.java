@@ -269,7 +269,8 @@ public final class InferenceEngine implements AutoCloseable {
      * @param models makes one model copy per lane; the engine closes them
      * @param options batching, capture and limits
      * @return the running engine, which the caller closes
-     * @throws IllegalArgumentException if a width is below 1 or the element type is another
+     * @throws IllegalArgumentException if a width is below 1, or the element type is not FLOAT32, FLOAT16 or
+     *     BFLOAT16
      * @throws NullPointerException if an argument is null
      * @throws org.cudagraph4j.error.CudaException if allocating or capturing fails; what was made is closed
      */
@@ -313,8 +314,8 @@ public final class InferenceEngine implements AutoCloseable {
      * @param models makes one model copy per lane; the engine closes them
      * @param options batching, capture and limits
      * @return the running engine, which the caller closes
-     * @throws IllegalArgumentException if a width is below 1, the element type is another, or {@code devices} is
-     *     empty or repeats a device
+     * @throws IllegalArgumentException if a width is below 1, the element type is not FLOAT32, FLOAT16 or
+     *     BFLOAT16, or {@code devices} is empty or repeats a device
      * @throws NullPointerException if an argument is null
      * @throws org.cudagraph4j.error.CudaException if allocating or capturing fails; what was made is closed
      */
