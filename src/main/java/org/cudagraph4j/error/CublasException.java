@@ -15,8 +15,11 @@ public final class CublasException extends RuntimeException {
     @Serial
     private static final long serialVersionUID = 1L;
 
+    /** The cuBLASLt function that failed. */
     private final String function;
+    /** The raw {@code cublasStatus_t}. */
     private final int status;
+    /** cuBLASLt's name for the status. */
     private final String statusName;
 
     /**

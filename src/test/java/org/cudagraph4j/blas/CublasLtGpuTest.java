@@ -131,6 +131,11 @@ class CublasLtGpuTest {
                 DeviceBuffer d = device.allocate(ElementType.BFLOAT16, 8 * 32);
                 DeviceBuffer bias = device.allocate(ElementType.BFLOAT16, 32);
                 DeviceBuffer floats = device.allocateFloats(64 * 32)) {
+            long seed = TestData.newSeed();
+            for (DeviceBuffer operand : List.of(a, b, bias)) { // the one run below reads them: never uninitialized
+                MatrixData.write(operand, MatrixData.randomVector(Math.toIntExact(operand.length()), ElementType.BFLOAT16,
+                        seed++));
+            }
             assertEquals("B must hold BFLOAT16, not FLOAT32 (" + matmul + ")", assertThrows(IllegalArgumentException.class,
                     () -> plan.run(stream, a, floats, d, bias)).getMessage());
             assertTrue(assertThrows(IllegalArgumentException.class, () -> plan.run(stream, a, b.slice(0, 100), d, bias))
