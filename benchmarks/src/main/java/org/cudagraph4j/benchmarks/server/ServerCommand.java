@@ -2,6 +2,9 @@ package org.cudagraph4j.benchmarks.server;
 
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.FileSystemException;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
@@ -211,7 +214,7 @@ public final class ServerCommand implements Callable<Integer> {
         try {
             weights = MlpWeights.load(model);
         } catch (IOException | IllegalArgumentException e) {
-            err.println("InferenceServer: cannot serve " + model + ": " + e.getMessage());
+            err.println("InferenceServer: cannot serve " + model + ": " + reason(e));
             return 1;
         }
         InferenceBackend served;
@@ -270,6 +273,19 @@ public final class ServerCommand implements Callable<Integer> {
     }
 
     /**
+     * Why a model file could not be read, in words: the file system's exceptions carry only the
+     * path as their message, which the line already names.
+     */
+    static String reason(Exception e) {
+        return switch (e) {
+            case NoSuchFileException missing -> "no such file";
+            case AccessDeniedException denied -> "permission denied";
+            case FileSystemException other when other.getReason() != null -> other.getReason();
+            default -> e.getMessage();
+        };
+    }
+
+    /**
      * The GPU ordinals that {@code --devices} names: {@code all}, or ordinals separated by commas.
      *
      * @param spec the option's value
@@ -279,7 +295,8 @@ public final class ServerCommand implements Callable<Integer> {
      */
     static List<Integer> deviceOrdinals(String spec, int available) {
         if (available < 1) {
-            throw new IllegalArgumentException("--devices " + spec + ": this host has no GPU");
+            throw new IllegalArgumentException("--devices " + spec + ": this host has no GPU (serve on the CPU with"
+                    + " --backend cpu)");
         }
         if (spec.equals("all")) {
             return IntStream.range(0, available).boxed().toList();

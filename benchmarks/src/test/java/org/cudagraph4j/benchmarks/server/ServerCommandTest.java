@@ -65,7 +65,8 @@ class ServerCommandTest {
         Run missing = run("--model", dir.resolve("none.safetensors").toString(), "--backend", "cpu");
         assertEquals(1, missing.status());
         assertEquals(1, missing.err().lines().count(), missing.err());
-        assertTrue(missing.err().startsWith("InferenceServer: cannot serve "), missing.err());
+        assertEquals("InferenceServer: cannot serve " + dir.resolve("none.safetensors") + ": no such file",
+                missing.err().strip());
         Path junk = Files.write(dir.resolve("junk.safetensors"), new byte[] {1, 2, 3});
         Run malformed = run("--model", junk.toString(), "--backend", "cpu");
         assertEquals(1, malformed.status());
@@ -129,7 +130,7 @@ class ServerCommandTest {
                 IllegalArgumentException.class, () -> ServerCommand.deviceOrdinals("0,2", 2)).getMessage());
         assertEquals("--devices names GPU 1 twice", assertThrows(IllegalArgumentException.class,
                 () -> ServerCommand.deviceOrdinals("1,0,1", 2)).getMessage());
-        assertEquals("--devices all: this host has no GPU", assertThrows(IllegalArgumentException.class,
-                () -> ServerCommand.deviceOrdinals("all", 0)).getMessage());
+        assertEquals("--devices all: this host has no GPU (serve on the CPU with --backend cpu)",
+                assertThrows(IllegalArgumentException.class, () -> ServerCommand.deviceOrdinals("all", 0)).getMessage());
     }
 }
