@@ -118,7 +118,7 @@ public final class Cuda {
         try {
             return Optional.ofNullable(Devices.visible().unavailableReason());
         } catch (CudaRuntimeNotFoundException | CudaException e) {
-            return Optional.of(e.getMessage().lines().findFirst().orElse(e.toString()));
+            return Optional.of(e.getMessage()); // all of it: a runtime not found lists every place tried
         }
     }
 

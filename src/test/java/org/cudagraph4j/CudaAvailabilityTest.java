@@ -39,6 +39,28 @@ class CudaAvailabilityTest {
         assertEquals(0, Cuda.deviceCount());
     }
 
+    @Test
+    void aRuntimeThatIsNotFoundIsTheWholeReasonWithEveryPlaceTried() throws Exception {
+        // A JVM of its own: this one may have opened the runtime already, and a found runtime stays open.
+        Process process = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
+                "--enable-native-access=ALL-UNNAMED", "-Dorg.cudagraph4j.cudart.path=/nonexistent/libcudart.so.13",
+                "-cp", System.getProperty("java.class.path"), PrintReason.class.getName())
+                .redirectErrorStream(true).start();
+        String output = new String(process.getInputStream().readAllBytes());
+
+        assertEquals(0, process.waitFor(), output);
+        assertTrue(output.startsWith("could not load the CUDA runtime"), output);
+        assertTrue(output.contains("/nonexistent/libcudart.so.13 (no such file)"), "the place tried, not only the"
+                + " first line: " + output);
+    }
+
+    /** Prints {@link Cuda#unavailableReason()}, for a JVM whose runtime cannot be found. */
+    static final class PrintReason {
+        public static void main(String[] args) {
+            System.out.print(Cuda.unavailableReason().orElse("available"));
+        }
+    }
+
     private static boolean runtimeLoads() {
         try {
             Cuda.runtimeVersion();
