@@ -7,6 +7,7 @@ import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.CudaLibrary;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
+import org.cudagraph4j.blas.CublasLt;
 import org.cudagraph4j.graph.GraphArchive;
 import org.cudagraph4j.graph.GraphBindings;
 import org.cudagraph4j.kernels.Linear;
@@ -102,6 +103,37 @@ public interface LaneModel extends AutoCloseable {
             @Override
             public void close() {
                 mlp.close();
+            }
+        };
+    }
+
+    /**
+     * A lane model on an {@link Mlp} whose layers multiply on cuBLASLt through {@code lt} (a BF16 or
+     * FP16 model, say), which it owns with the stack and closes after it. Give each lane a handle of
+     * its own: a handle's workspace serves one stream, and each lane runs on its own. Its passes are
+     * not archived, since a graph archive cannot record cuBLASLt's kernels.
+     *
+     * @param mlp the stack, with a maxBatch of at least the ladder's largest bucket, its layers on {@code lt}
+     * @param mode how its layers apply bias and ReLU
+     * @param lt the lane's cuBLASLt handle
+     * @return the lane model
+     * @throws NullPointerException if an argument is null
+     */
+    static LaneModel of(Mlp mlp, Linear.Mode mode, CublasLt lt) {
+        Objects.requireNonNull(mlp, "mlp");
+        Objects.requireNonNull(mode, "mode");
+        Objects.requireNonNull(lt, "lt");
+        return new LaneModel() {
+            @Override
+            public void forward(CudaStream stream, int batch, DeviceBuffer input, DeviceBuffer output) {
+                mlp.forward(stream, batch, input, output, mode);
+            }
+
+            @Override
+            public void close() {
+                try (lt) {
+                    mlp.close();
+                }
             }
         };
     }

@@ -15,7 +15,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.cudagraph4j.CudaDevice;
-import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.ElementType;
 import org.cudagraph4j.GpuTest;
@@ -72,25 +71,17 @@ class HalfPrecisionServingGpuTest {
             }
             LaneModel.Factory models = laneDevice -> {
                 CublasLt lt = CublasLt.create(laneDevice); // one per lane: a handle's workspace serves one stream
-                List<Linear> layers = new ArrayList<>();
-                for (int l = 0; l < LAYERS; l++) {
-                    layers.add(new Linear(kernels, buffers.get(2 * l), buffers.get(2 * l + 1), WIDTH, WIDTH)
-                            .withCublasLt(lt));
+                try {
+                    List<Linear> layers = new ArrayList<>();
+                    for (int l = 0; l < LAYERS; l++) {
+                        layers.add(new Linear(kernels, buffers.get(2 * l), buffers.get(2 * l + 1), WIDTH, WIDTH)
+                                .withCublasLt(lt));
+                    }
+                    return LaneModel.of(new Mlp(kernels, layers, LADDER.largest()), Linear.Mode.FUSED, lt);
+                } catch (RuntimeException e) {
+                    lt.close();
+                    throw e;
                 }
-                LaneModel mlp = LaneModel.of(new Mlp(kernels, layers, LADDER.largest()), Linear.Mode.FUSED);
-                return new LaneModel() {
-                    @Override
-                    public void forward(CudaStream stream, int batch, DeviceBuffer input, DeviceBuffer output) {
-                        mlp.forward(stream, batch, input, output);
-                    }
-
-                    @Override
-                    public void close() {
-                        try (lt) {
-                            mlp.close();
-                        }
-                    }
-                };
             };
             ServingOptions options = ServingOptions.defaults().withLadder(LADDER).withLanes(2);
             int threads = 8;

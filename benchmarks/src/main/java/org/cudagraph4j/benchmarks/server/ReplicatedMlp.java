@@ -5,7 +5,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.cudagraph4j.CudaDevice;
-import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.ElementType;
 import org.cudagraph4j.blas.CublasLt;
@@ -116,30 +115,10 @@ public final class ReplicatedMlp implements AutoCloseable {
             CublasLt lt = CublasLt.create(device);
             try {
                 List<Linear> layers = replica.layers().stream().map(layer -> layer.withCublasLt(lt)).toList();
-                return onCublasLt(LaneModel.of(new Mlp(replica.kernels(), layers, maxBatch), Linear.Mode.FUSED), lt);
+                return LaneModel.of(new Mlp(replica.kernels(), layers, maxBatch), Linear.Mode.FUSED, lt);
             } catch (RuntimeException e) {
                 lt.close();
                 throw e;
-            }
-        };
-    }
-
-    /**
-     * A lane's half-precision model, which closes its cuBLASLt handle after itself. Its passes are
-     * not archived: cuBLASLt launches kernels of its own, which a graph archive cannot record.
-     */
-    private static LaneModel onCublasLt(LaneModel mlp, CublasLt lt) {
-        return new LaneModel() {
-            @Override
-            public void forward(CudaStream stream, int batch, DeviceBuffer input, DeviceBuffer output) {
-                mlp.forward(stream, batch, input, output);
-            }
-
-            @Override
-            public void close() {
-                try (lt) {
-                    mlp.close();
-                }
             }
         };
     }
