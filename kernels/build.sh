@@ -16,6 +16,7 @@ NVCC="${NVCC:-${CUDA_HOME:-/usr/local/cuda}/bin/nvcc}"
 ARCHS=(80 90 100 120)
 PTX_ARCH=120
 NAME=cg4j_kernels
+LLM=cg4j_llm
 CONDITIONAL=cg4j_conditional.compute_80.ptx
 FLAGS=(-std=c++17 -O3 -Iinclude)
 
@@ -39,6 +40,11 @@ build_into() {
     "$NVCC" "${FLAGS[@]}" $(gencode "$a") -cubin -o "$out/$NAME.sm_$a.cubin" src/$NAME.cu & pids+=($!)
   done
   "$NVCC" "${FLAGS[@]}" -arch=compute_$PTX_ARCH -ptx -o "$out/$NAME.compute_$PTX_ARCH.ptx" src/$NAME.cu & pids+=($!)
+  # The Llama decoder's kernels, a module of their own: loaded only by a decoder.
+  for a in "${ARCHS[@]}"; do
+    "$NVCC" "${FLAGS[@]}" $(gencode "$a") -cubin -o "$out/$LLM.sm_$a.cubin" src/$LLM.cu & pids+=($!)
+  done
+  "$NVCC" "${FLAGS[@]}" -arch=compute_$PTX_ARCH -ptx -o "$out/$LLM.compute_$PTX_ARCH.ptx" src/$LLM.cu & pids+=($!)
   # The conditional-node kernels are a few instructions: PTX alone, JIT-compiled for any sm_80+.
   "$NVCC" "${FLAGS[@]}" -arch=compute_80 -ptx -o "$out/$CONDITIONAL" src/cg4j_conditional.cu & pids+=($!)
   local tmp; tmp="$(mktemp -d)"
@@ -60,6 +66,12 @@ build_into() {
     done
     echo "ptx.compute_$PTX_ARCH=$NAME.compute_$PTX_ARCH.ptx"
     echo "sha256.$NAME.compute_$PTX_ARCH.ptx=$(sha256sum "$out/$NAME.compute_$PTX_ARCH.ptx" | cut -d' ' -f1)"
+    for a in "${ARCHS[@]}"; do
+      echo "llm.cubin.sm_$a=$LLM.sm_$a.cubin"
+      echo "sha256.$LLM.sm_$a.cubin=$(sha256sum "$out/$LLM.sm_$a.cubin" | cut -d' ' -f1)"
+    done
+    echo "llm.ptx.compute_$PTX_ARCH=$LLM.compute_$PTX_ARCH.ptx"
+    echo "sha256.$LLM.compute_$PTX_ARCH.ptx=$(sha256sum "$out/$LLM.compute_$PTX_ARCH.ptx" | cut -d' ' -f1)"
     echo "ptx.conditional=$CONDITIONAL"
     echo "sha256.$CONDITIONAL=$(sha256sum "$out/$CONDITIONAL" | cut -d' ' -f1)"
     "$tmp/manifest_gen"

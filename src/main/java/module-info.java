@@ -67,5 +67,6 @@ module org.cudagraph4j {
     exports org.cudagraph4j.error;
     exports org.cudagraph4j.graph;
     exports org.cudagraph4j.kernels;
+    exports org.cudagraph4j.llm;
     exports org.cudagraph4j.serving;
 }

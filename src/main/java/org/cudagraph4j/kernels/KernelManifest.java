@@ -45,6 +45,15 @@ final class KernelManifest {
      * @throws IllegalStateException naming the device and what is shipped, when nothing fits
      */
     String imageFor(int major, int minor) {
+        return imageFor("", major, minor);
+    }
+
+    /**
+     * The image of one module ({@code ""} for the main kernels, {@code "llm."} for the decoder's) that
+     * runs on compute capability {@code major.minor}: the cubin of the newest minor of the same major
+     * no newer than the device, else the newest PTX no newer than it.
+     */
+    String imageFor(String module, int major, int minor) {
         String best = null;
         int bestMinor = -1;
         String ptx = null;
@@ -54,13 +63,13 @@ final class KernelManifest {
             if (arch.startsWith("sm_")) {
                 int value = Integer.parseInt(arch.substring(3));
                 if (value / 10 == major && value % 10 <= minor && value % 10 > bestMinor) {
-                    best = properties.getProperty("cubin." + arch);
+                    best = properties.getProperty(module + "cubin." + arch);
                     bestMinor = value % 10;
                 }
             } else if (arch.startsWith("compute_")) {
                 int value = Integer.parseInt(arch.substring(8));
                 if (value <= device && value > ptxArch) {
-                    ptx = properties.getProperty("ptx." + arch);
+                    ptx = properties.getProperty(module + "ptx." + arch);
                     ptxArch = value;
                 }
             }
