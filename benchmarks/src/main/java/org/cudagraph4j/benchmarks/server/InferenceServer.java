@@ -6,13 +6,15 @@ import java.time.Duration;
 
 /**
  * A Helidon SE web server (one virtual thread per request) that serves one model over the HTTP/REST
- * side of the Open Inference Protocol (KServe v2), through {@link InferenceService}; its command
- * line is {@link ServerCommand}.
+ * side of the Open Inference Protocol (KServe v2), through {@link InferenceService}, a generative
+ * model through the protocol's generate extension, or one of each; its command line is
+ * {@link ServerCommand}.
  *
  * <p>Stopping is graceful ({@link #shutdown()}, also on {@code SIGTERM} from the command line):
  * readiness turns false and new inference requests are answered {@code 503}, requests in flight
- * finish within {@link ServerLimits#shutdownTimeout()}, then the backend is closed (which fails
- * what it still holds, answered {@code 503}), and the listener stops.
+ * finish within {@link ServerLimits#shutdownTimeout()}, then the backend and the generator are
+ * closed (which fails what they still hold, answered {@code 503} or, mid-stream, an error event),
+ * and the listener stops.
  *
  * <p>Thread safety: {@link #shutdown()} and {@link #close()} may be called from any thread, once or
  * more; the first stops the server and the others return at once.
@@ -21,6 +23,7 @@ public final class InferenceServer implements AutoCloseable {
     private static final Duration LAST_ANSWERS = Duration.ofSeconds(2);
 
     private final InferenceBackend backend;
+    private final TextGenerator generator;
     private final InferenceService service;
     private final ServerLimits limits;
     private final WebServer server;
@@ -36,9 +39,27 @@ public final class InferenceServer implements AutoCloseable {
      * @param limits what the server takes from clients
      */
     public InferenceServer(String modelName, InferenceBackend backend, String host, int port, ServerLimits limits) {
+        this(modelName, backend, null, host, port, limits);
+    }
+
+    /**
+     * Starts serving {@code backend} as model {@code modelName}, {@code generator} as its own model,
+     * or both.
+     *
+     * @param modelName the backend's model's name in the URLs; null with no backend
+     * @param backend what runs the model, or null for a server of the generator only; the server closes it
+     * @param generator the generative model, or null; the server closes it
+     * @param host the address to listen on ({@code 0.0.0.0} for every interface)
+     * @param port the TCP port, or 0 for any free one
+     * @param limits what the server takes from clients
+     * @throws IllegalArgumentException if there is neither a backend nor a generator, or both have one name
+     */
+    public InferenceServer(String modelName, InferenceBackend backend, TextGenerator generator, String host, int port,
+            ServerLimits limits) {
         this.backend = backend;
+        this.generator = generator;
         this.limits = limits;
-        this.service = new InferenceService(modelName, backend, limits);
+        this.service = new InferenceService(modelName, backend, generator, limits);
         this.server = WebServer.builder()
                 .host(host)
                 .port(port)
@@ -71,6 +92,17 @@ public final class InferenceServer implements AutoCloseable {
         this(modelName, backend, "127.0.0.1", port, limits);
     }
 
+    /**
+     * Starts serving {@code generator} alone on loopback.
+     *
+     * @param generator the generative model; the server closes it
+     * @param port the TCP port, or 0 for any free one
+     * @param limits what the server takes from clients
+     */
+    public InferenceServer(TextGenerator generator, int port, ServerLimits limits) {
+        this(null, null, generator, "127.0.0.1", port, limits);
+    }
+
     /** The port the server listens on. */
     public int port() {
         return server.port();
@@ -90,15 +122,27 @@ public final class InferenceServer implements AutoCloseable {
         boolean drained = false;
         try {
             drained = service.awaitIdle(limits.shutdownTimeout());
-            backend.close();
+            closeModels();
             service.awaitIdle(LAST_ANSWERS); // the 503s of what the backend failed on closing
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            backend.close();
+            closeModels();
         } finally {
             server.stop();
         }
         return drained;
+    }
+
+    private void closeModels() {
+        try {
+            if (backend != null) {
+                backend.close();
+            }
+        } finally {
+            if (generator != null) {
+                generator.close();
+            }
+        }
     }
 
     /**

@@ -10,22 +10,30 @@ import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 import org.cudagraph4j.Cuda;
 import org.cudagraph4j.serving.EngineMetrics;
 
@@ -38,6 +46,8 @@ import org.cudagraph4j.serving.EngineMetrics;
  *   GET  /v2/models/{name}[/versions/1]              model metadata
  *   GET  /v2/models/{name}[/versions/1]/ready        model readiness: {"name", "ready"}
  *   POST /v2/models/{name}[/versions/1]/infer        inference, JSON or binary tensor data
+ *   POST /v2/models/{name}[/versions/1]/generate     text generation (a {@link TextGenerator}'s model)
+ *   POST /v2/models/{name}[/versions/1]/generate_stream  the same, as server-sent events
  *   GET  /v2/models/{name}[/versions/1]/metrics      the serving engine's counters as JSON (GPU backend)
  *   GET  /metrics                                    Prometheus metrics
  * </pre>
@@ -47,6 +57,12 @@ import org.cudagraph4j.serving.EngineMetrics;
  * {@code 413}, one not received in time a {@code 408}), an unknown model, version or path a
  * {@code 404}, a known path with the wrong method a {@code 405} with {@code Allow}, and a backend
  * that is saturated, unhealthy, shutting down or too slow a {@code 503}. No other {@code 5xx}.
+ *
+ * <p>The server serves an {@link InferenceBackend}'s model, a {@link TextGenerator}'s, or one of
+ * each under two names; {@code infer} is for the first, {@code generate} and {@code generate_stream}
+ * ({@link GenerateProtocol}) for the second, and each refuses the other's model with a {@code 400}.
+ * A stream's events are written by the request's own thread from a queue the generator's thread
+ * fills, and a client gone mid-stream cancels its generation at the next write.
  *
  * <p>Thread safety: handlers run concurrently, one virtual thread per request.
  */
@@ -59,9 +75,12 @@ final class InferenceService implements HttpService {
     private static final ScheduledExecutorService WATCHDOG = Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().name("inference-read-watchdog").daemon().factory());
 
+    /** The backend's model's name and the backend, or null for a server of a generator only. */
     private final String modelName;
     private final InferenceBackend backend;
     private final KServeProtocol protocol;
+    /** The generative model, or null. */
+    private final TextGenerator generator;
     private final ServerLimits limits;
     private final ServerMetrics metrics;
     private final Semaphore inFlight;
@@ -71,12 +90,36 @@ final class InferenceService implements HttpService {
     private volatile boolean draining;
 
     InferenceService(String modelName, InferenceBackend backend, ServerLimits limits) {
+        this(modelName, backend, null, limits);
+    }
+
+    /**
+     * A service of {@code backend}'s model, {@code generator}'s, or both.
+     *
+     * @param modelName the backend's model's name; null with no backend
+     * @param backend null to serve the generator only
+     * @param generator null to serve the backend only; its name must differ from {@code modelName}
+     * @param limits what the server takes from clients
+     */
+    InferenceService(String modelName, InferenceBackend backend, TextGenerator generator, ServerLimits limits) {
+        if (backend == null && generator == null) {
+            throw new IllegalArgumentException("a server needs a backend, a generator or both");
+        }
+        if ((modelName == null) != (backend == null)) {
+            throw new IllegalArgumentException("a backend needs a model name, and a name a backend");
+        }
+        if (generator != null && generator.name().equals(modelName)) {
+            throw new IllegalArgumentException("the backend's model and the generator are both named \"" + modelName
+                    + "\"");
+        }
         this.modelName = modelName;
         this.backend = backend;
+        this.generator = generator;
         this.limits = limits;
-        this.protocol = new KServeProtocol(modelName, backend.elementType(), backend.inputWidth(),
-                backend.outputWidth(), limits);
-        this.metrics = new ServerMetrics(modelName, backend::metrics, this::ready);
+        this.protocol = backend == null ? null : new KServeProtocol(modelName, backend.elementType(),
+                backend.inputWidth(), backend.outputWidth(), limits);
+        this.metrics = backend == null ? new ServerMetrics(generator.name(), Optional::empty, this::ready)
+                : new ServerMetrics(modelName, backend::metrics, this::ready);
         this.inFlight = new Semaphore(limits.maxInFlight());
         this.bufferedKib = new Semaphore((int) Math.min(Integer.MAX_VALUE, kib(limits.maxBufferedBytes())));
     }
@@ -85,8 +128,10 @@ final class InferenceService implements HttpService {
     public void routing(HttpRules rules) {
         String model = "/v2/models/{name}";
         String versioned = model + "/versions/{version}";
+        List<String> extensions = generator == null ? List.of("binary_tensor_data")
+                : List.of("binary_tensor_data", "generate");
         rules.get("/v2", (req, res) -> send(res, Status.OK_200,
-                        KServeProtocol.serverMetadata("cudagraph4j", Cuda.libraryVersion())))
+                        KServeProtocol.serverMetadata("cudagraph4j", Cuda.libraryVersion(), extensions)))
                 .get("/v2/health/live", (req, res) -> json(res, Status.OK_200, "{\"live\":true}"))
                 .get("/v2/health/ready", (req, res) -> {
                     boolean ready = ready();
@@ -97,21 +142,38 @@ final class InferenceService implements HttpService {
             rules.get(base, this::metadata)
                     .get(base + "/ready", this::modelReady)
                     .get(base + "/metrics", this::engineMetrics)
-                    .post(base + "/infer", this::infer);
+                    .post(base + "/infer", this::infer)
+                    .post(base + "/generate", (req, res) -> generate(req, res, false))
+                    .post(base + "/generate_stream", (req, res) -> generate(req, res, true));
         }
         for (String path : new String[] {"/v2", "/v2/health/live", "/v2/health/ready", "/metrics", model,
             model + "/ready", model + "/metrics", versioned, versioned + "/ready", versioned + "/metrics"}) {
             rules.any(path, (req, res) -> notAllowed(req, res, "GET"));
         }
-        rules.any(model + "/infer", (req, res) -> notAllowed(req, res, "POST"))
-                .any(versioned + "/infer", (req, res) -> notAllowed(req, res, "POST"))
-                .any((req, res) -> refuse(req, res, Status.NOT_FOUND_404, "no such endpoint: " + req.prologue().method()
+        for (String base : new String[] {model, versioned}) {
+            for (String action : new String[] {"/infer", "/generate", "/generate_stream"}) {
+                rules.any(base + action, (req, res) -> notAllowed(req, res, "POST"));
+            }
+        }
+        rules.any((req, res) -> refuse(req, res, Status.NOT_FOUND_404, "no such endpoint: " + req.prologue().method()
                         .text() + " " + req.path().rawPath()));
     }
 
-    /** Whether inference requests are taken: the backend is healthy and the server is not stopping. */
+    /** Whether requests are taken: every model is healthy and the server is not stopping. */
     boolean ready() {
-        return !draining && backend.ready();
+        return backendReady() && generatorReady();
+    }
+
+    private boolean backendReady() {
+        return !draining && (backend == null || backend.ready());
+    }
+
+    private boolean generatorReady() {
+        return !draining && (generator == null || generator.ready());
+    }
+
+    private boolean generative(String name) {
+        return generator != null && generator.name().equals(name);
     }
 
     /** From now on, inference requests are answered 503 and readiness is false. */
@@ -147,38 +209,54 @@ final class InferenceService implements HttpService {
                 + req.path().rawPath() + "; it takes " + allowed);
     }
 
-    /** Whether the path names this model (and its one version); if not, the 404 is sent. */
-    private boolean known(ServerRequest req, ServerResponse res) {
+    /**
+     * The model the path names (with its one version, if it names one); null when it names none,
+     * and then the 404 is sent.
+     */
+    private String known(ServerRequest req, ServerResponse res) {
         String name = req.path().pathParameters().get("name");
-        if (!modelName.equals(name)) {
-            refuse(req, res, Status.NOT_FOUND_404, "unknown model \"" + name + "\"; this server serves \"" + modelName
-                    + "\"");
-            return false;
+        if (!name.equals(modelName) && !generative(name)) {
+            List<String> served = new ArrayList<>();
+            for (String model : new String[] {modelName, generator == null ? null : generator.name()}) {
+                if (model != null) {
+                    served.add("\"" + model + "\"");
+                }
+            }
+            refuse(req, res, Status.NOT_FOUND_404, "unknown model \"" + name + "\"; this server serves "
+                    + String.join(" and ", served));
+            return null;
         }
         Optional<String> version = req.path().pathParameters().first("version").asOptional();
         if (version.isPresent() && !version.get().equals(KServeProtocol.VERSION)) {
-            refuse(req, res, Status.NOT_FOUND_404, "model \"" + modelName + "\" has no version \"" + version.get()
+            refuse(req, res, Status.NOT_FOUND_404, "model \"" + name + "\" has no version \"" + version.get()
                     + "\"; its only version is \"" + KServeProtocol.VERSION + "\"");
-            return false;
+            return null;
         }
-        return true;
+        return name;
     }
 
     private void metadata(ServerRequest req, ServerResponse res) {
-        if (known(req, res)) {
-            send(res, Status.OK_200, protocol.metadata());
+        String name = known(req, res);
+        if (name != null) {
+            send(res, Status.OK_200, generative(name) ? GenerateProtocol.metadata(name) : protocol.metadata());
         }
     }
 
     private void modelReady(ServerRequest req, ServerResponse res) {
-        if (known(req, res)) {
-            boolean ready = ready();
-            send(res, ready ? Status.OK_200 : Status.SERVICE_UNAVAILABLE_503, protocol.modelReady(ready));
+        String name = known(req, res);
+        if (name != null) {
+            boolean ready = generative(name) ? generatorReady() : backendReady();
+            send(res, ready ? Status.OK_200 : Status.SERVICE_UNAVAILABLE_503, KServeProtocol.modelReady(name, ready));
         }
     }
 
     private void engineMetrics(ServerRequest req, ServerResponse res) throws JsonProcessingException {
-        if (!known(req, res)) {
+        String name = known(req, res);
+        if (name == null) {
+            return;
+        }
+        if (generative(name)) {
+            error(res, Status.NOT_FOUND_404, "model \"" + name + "\" generates text; it has no serving engine metrics");
             return;
         }
         Optional<EngineMetrics> engine = backend.metrics();
@@ -191,7 +269,13 @@ final class InferenceService implements HttpService {
 
     private void infer(ServerRequest req, ServerResponse res) {
         long arrived = System.nanoTime();
-        if (!known(req, res)) {
+        String name = known(req, res);
+        if (name == null) {
+            return;
+        }
+        if (generative(name)) {
+            refuse(req, res, Status.BAD_REQUEST_400, "model \"" + name + "\" generates text: POST /v2/models/" + name
+                    + "/generate or /generate_stream");
             return;
         }
         running.incrementAndGet();
@@ -236,7 +320,7 @@ final class InferenceService implements HttpService {
             // holds (its rows, which for binary data are its body's bytes, and its response's).
             bufferedKib.release(heldKib);
             heldKib = 0;
-            if (!ready()) {
+            if (!backendReady()) {
                 return error(res, Status.SERVICE_UNAVAILABLE_503, draining ? "the server is shutting down"
                         : "the model is not ready");
             }
@@ -268,6 +352,186 @@ final class InferenceService implements HttpService {
             bufferedKib.release(heldKib);
             inFlight.release();
         }
+    }
+
+    private void generate(ServerRequest req, ServerResponse res, boolean streaming) {
+        long arrived = System.nanoTime();
+        String name = known(req, res);
+        if (name == null) {
+            return;
+        }
+        if (!generative(name)) {
+            refuse(req, res, Status.BAD_REQUEST_400, "model \"" + name + "\" does not generate text; it takes POST "
+                    + "/v2/models/" + name + "/infer");
+            return;
+        }
+        running.incrementAndGet();
+        int status;
+        try {
+            status = generateCounted(req, res, streaming);
+        } finally {
+            running.decrementAndGet();
+        }
+        metrics.request(name, status, System.nanoTime() - arrived);
+    }
+
+    /** Serves a generate request that has passed the path checks, within the inference limits. */
+    private int generateCounted(ServerRequest req, ServerResponse res, boolean streaming) {
+        if (draining) {
+            return refuse(req, res, Status.SERVICE_UNAVAILABLE_503, "the server is shutting down");
+        }
+        if (!inFlight.tryAcquire()) {
+            return refuse(req, res, Status.SERVICE_UNAVAILABLE_503, "the server has " + limits.maxInFlight()
+                    + " inference requests in flight, its limit (--max-in-flight); try again later");
+        }
+        int heldKib = 0;
+        try {
+            long declared = req.headers().contentLength().orElse(-1);
+            if (declared > limits.maxBodyBytes()) {
+                return refuse(req, res, Status.REQUEST_ENTITY_TOO_LARGE_413, "the request body of " + declared
+                        + " bytes is over the limit of " + limits.maxBodyBytes() + " (--max-body-bytes)");
+            }
+            Body read = readBody(req, declared);
+            heldKib = read.heldKib();
+            if (read.refusal() != null) {
+                return refuse(req, res, read.refusal().status(), read.refusal().message());
+            }
+            GenerateProtocol.Request request = GenerateProtocol.parse(read.bytes(), streaming);
+            bufferedKib.release(heldKib);
+            heldKib = 0;
+            if (!generatorReady()) {
+                return error(res, Status.SERVICE_UNAVAILABLE_503, draining ? "the server is shutting down"
+                        : "the model is not ready");
+            }
+            return streaming ? stream(res, request) : complete(res, request);
+        } catch (KServeProtocol.ProtocolException e) {
+            return error(res, Status.create(e.status), e.getMessage());
+        } finally {
+            bufferedKib.release(heldKib);
+            inFlight.release();
+        }
+    }
+
+    /** What a generation's text pieces, its end or its failure put on the queue its request's thread reads. */
+    private record Failure(Throwable cause) {}
+
+    /** Starts {@code request} on the generator, each piece of text going to {@code pieces}. */
+    private TextGenerator.Generation start(GenerateProtocol.Request request,
+            Consumer<String> pieces) throws Unavailable {
+        try {
+            return generator.generate(request.textInput(), request.parameters(), pieces);
+        } catch (RejectedExecutionException e) {
+            throw new Unavailable(String.valueOf(e.getMessage()));
+        }
+    }
+
+    /** {@code generate}: waits for the whole text, within the request timeout. */
+    private int complete(ServerResponse res, GenerateProtocol.Request request) {
+        StringBuffer text = new StringBuffer(); // appended on the generator's thread
+        TextGenerator.Generation generation;
+        try {
+            generation = start(request, text::append);
+        } catch (IllegalArgumentException e) {
+            return error(res, Status.BAD_REQUEST_400, e.getMessage());
+        } catch (Unavailable e) {
+            return error(res, Status.SERVICE_UNAVAILABLE_503, e.getMessage());
+        }
+        TextGenerator.Completion done;
+        try {
+            done = generation.completion().get(limits.requestTimeout().toNanos(), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            generation.cancel();
+            return error(res, Status.SERVICE_UNAVAILABLE_503, "no answer within " + limits.requestTimeout()
+                    + " (--request-timeout)");
+        } catch (ExecutionException | CancellationException e) {
+            return error(res, Status.SERVICE_UNAVAILABLE_503, failure(e));
+        } catch (InterruptedException e) {
+            generation.cancel();
+            Thread.currentThread().interrupt();
+            return error(res, Status.SERVICE_UNAVAILABLE_503, "interrupted");
+        }
+        return send(res, Status.OK_200, GenerateProtocol.response(generator.name(), text.toString(), done));
+    }
+
+    /**
+     * {@code generate_stream}: an event per piece of text as it comes, written here from a queue the
+     * generator's thread fills (its thread must never wait on a socket). A failure before the first
+     * piece is still an ordinary error answer; after it, an error event ends the stream. The request
+     * timeout bounds the wait for each event, not the whole stream.
+     */
+    private int stream(ServerResponse res, GenerateProtocol.Request request) {
+        BlockingQueue<Object> events = new LinkedBlockingQueue<>();
+        TextGenerator.Generation generation;
+        try {
+            generation = start(request, events::add);
+        } catch (IllegalArgumentException e) {
+            return error(res, Status.BAD_REQUEST_400, e.getMessage());
+        } catch (Unavailable e) {
+            return error(res, Status.SERVICE_UNAVAILABLE_503, e.getMessage());
+        }
+        generation.completion().whenComplete((done, failure) -> events.add(done != null ? done : new Failure(failure)));
+        String model = generator.name();
+        try {
+            Object event = next(events, generation);
+            if (event instanceof Failure failure) {
+                return error(res, Status.SERVICE_UNAVAILABLE_503, failure(failure.cause()));
+            }
+            res.header(HeaderNames.CONTENT_TYPE, "text/event-stream");
+            res.header(HeaderNames.CACHE_CONTROL, "no-cache");
+            res.status(Status.OK_200);
+            try (OutputStream out = res.outputStream()) {
+                while (true) {
+                    switch (event) {
+                        case String piece -> out.write(GenerateProtocol.event(model, piece));
+                        case TextGenerator.Completion done -> {
+                            out.write(GenerateProtocol.lastEvent(model, done));
+                            return 200;
+                        }
+                        case Failure failure -> {
+                            out.write(GenerateProtocol.errorEvent(failure(failure.cause())));
+                            return 200;
+                        }
+                        default -> throw new AssertionError("not an event: " + event);
+                    }
+                    out.flush();
+                    event = next(events, generation);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // The client went away (Helidon's socket writes fail unchecked): the finally below frees
+            // what the generation holds; the 200 has been sent.
+            return 200;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return 200;
+        } finally {
+            generation.cancel();
+        }
+    }
+
+    /** The next event, or a failure once the request timeout passes without one (which cancels). */
+    private Object next(BlockingQueue<Object> events, TextGenerator.Generation generation) throws InterruptedException {
+        Object event = events.poll(limits.requestTimeout().toNanos(), TimeUnit.NANOSECONDS);
+        if (event == null) {
+            generation.cancel();
+            return new Failure(new TimeoutException("no text within " + limits.requestTimeout()
+                    + " (--request-timeout)"));
+        }
+        return event;
+    }
+
+    /** Why a generation failed, in words: a cancellation is the model stopping. */
+    private static String failure(Throwable failure) {
+        Throwable cause = failure;
+        while ((cause instanceof ExecutionException || cause instanceof CompletionException)
+                && cause.getCause() != null) {
+            cause = cause.getCause();
+        }
+        if (cause instanceof CancellationException) {
+            return "the generation was cancelled: " + (cause.getMessage() == null ? "the model stopped"
+                    : cause.getMessage());
+        }
+        return String.valueOf(cause.getMessage());
     }
 
     /** A refusal of a request body: its status and message. */

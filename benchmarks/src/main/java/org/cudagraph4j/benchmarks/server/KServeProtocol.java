@@ -16,6 +16,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.util.Arrays;
+import java.util.List;
 import org.cudagraph4j.ElementType;
 import org.cudagraph4j.HalfFloats;
 
@@ -115,12 +116,19 @@ final class KServeProtocol {
 
     /** {@code GET /v2}: the server's name, version and protocol extensions. */
     static byte[] serverMetadata(String name, String version) {
+        return serverMetadata(name, version, List.of("binary_tensor_data"));
+    }
+
+    /** {@code GET /v2}: the server's name, version and the protocol extensions it serves. */
+    static byte[] serverMetadata(String name, String version, List<String> extensions) {
         return write(json -> {
             json.writeStartObject();
             json.writeStringField("name", name);
             json.writeStringField("version", version);
             json.writeArrayFieldStart("extensions");
-            json.writeString("binary_tensor_data");
+            for (String extension : extensions) {
+                json.writeString(extension);
+            }
             json.writeEndArray();
             json.writeEndObject();
         });
@@ -158,9 +166,14 @@ final class KServeProtocol {
 
     /** {@code GET /v2/models/{name}/ready}: the protocol's model-ready object. */
     byte[] modelReady(boolean ready) {
+        return modelReady(modelName, ready);
+    }
+
+    /** {@code GET /v2/models/{name}/ready} of the model {@code name}. */
+    static byte[] modelReady(String name, boolean ready) {
         return write(json -> {
             json.writeStartObject();
-            json.writeStringField("name", modelName);
+            json.writeStringField("name", name);
             json.writeBooleanField("ready", ready);
             json.writeEndObject();
         });

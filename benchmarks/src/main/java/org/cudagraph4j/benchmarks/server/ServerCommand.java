@@ -1,6 +1,7 @@
 package org.cudagraph4j.benchmarks.server;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.io.PrintWriter;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.FileSystemException;
@@ -18,6 +19,8 @@ import java.util.stream.IntStream;
 import org.cudagraph4j.Cuda;
 import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.ElementType;
+import org.cudagraph4j.llm.LlamaConfig;
+import org.cudagraph4j.llm.LlamaDecoder;
 import org.cudagraph4j.serving.ServingOptions;
 import jdk.jfr.Recording;
 import picocli.CommandLine;
@@ -29,8 +32,9 @@ import sun.misc.Signal;
 
 /**
  * The inference server's command line: serves a model file (FP32, FP16 or BF16, as the file holds
- * it) until {@code SIGTERM} or {@code SIGINT}, then stops gracefully and exits 0; or writes a random
- * model file ({@code --generate}, in {@code --dtype}).
+ * it), a Llama checkpoint for text generation ({@code --llama}, on the GPU), or both, until
+ * {@code SIGTERM} or {@code SIGINT}, then stops gracefully and exits 0; or writes a random model
+ * file ({@code --generate}, in {@code --dtype}).
  *
  * <p>{@code --help} prints the options to stdout and exits 0; an unknown or invalid option is one
  * line on stderr and exit 2; a model file that cannot be read is one line on stderr and exit 1.
@@ -38,7 +42,8 @@ import sun.misc.Signal;
 @Command(name = "InferenceServer", mixinStandardHelpOptions = true, sortOptions = false,
         versionProvider = ServerCommand.Version.class,
         description = "Serves an MLP (.safetensors, FP32, FP16 or BF16) over the Open Inference Protocol (KServe v2 "
-                + "REST), JSON or binary tensor data, on the GPU through cudagraph4j's serving engine or on the CPU.")
+                + "REST), JSON or binary tensor data, on the GPU through cudagraph4j's serving engine or on the CPU; "
+                + "and/or a Llama checkpoint on the GPU through the protocol's generate extension.")
 public final class ServerCommand implements Callable<Integer> {
     /** Where the model runs. */
     enum Backend { gpu, cpu }
@@ -81,6 +86,29 @@ public final class ServerCommand implements Callable<Integer> {
 
     @Option(names = "--name", defaultValue = "mlp", description = "The model's name in the URLs (${DEFAULT-VALUE}).")
     String name;
+
+    @Option(names = "--llama", paramLabel = "DIR",
+            description = "A Llama checkpoint to serve for text generation (POST /v2/models/NAME/generate and "
+                    + "generate_stream): config.json, model.safetensors (BF16) and tokenizer.json. GPU backend only; "
+                    + "it runs on the first GPU of --devices.")
+    Path llama;
+
+    @Option(names = "--llama-name", paramLabel = "NAME",
+            description = "The Llama model's name in the URLs (the checkpoint directory's name).")
+    String llamaName;
+
+    @Option(names = "--llama-batch", defaultValue = "8", paramLabel = "N",
+            description = "Sequences the Llama model decodes at once (${DEFAULT-VALUE}).")
+    int llamaBatch;
+
+    @Option(names = "--llama-max-sequence", defaultValue = "2048", paramLabel = "N",
+            description = "Tokens per sequence, prompt and generated together, at most the checkpoint's "
+                    + "max_position_embeddings (${DEFAULT-VALUE}).")
+    int llamaMaxSequence;
+
+    @Option(names = "--llama-queue", defaultValue = "64", paramLabel = "N",
+            description = "Generate requests that wait for a free sequence before a 503 (${DEFAULT-VALUE}).")
+    int llamaQueue;
 
     @Option(names = "--host", defaultValue = "127.0.0.1",
             description = "The address to listen on; 0.0.0.0 for every interface (${DEFAULT-VALUE}).")
@@ -185,8 +213,31 @@ public final class ServerCommand implements Callable<Integer> {
 
     private void check() {
         CommandLine line = spec.commandLine();
-        if ((model == null) == (generate == null)) {
-            throw new ParameterException(line, "give exactly one of --model FILE (to serve) and --generate FILE");
+        if (generate != null && (model != null || llama != null)) {
+            throw new ParameterException(line, "give --generate FILE alone, or --model FILE and/or --llama DIR to serve");
+        }
+        if (generate == null && model == null && llama == null) {
+            throw new ParameterException(line, "give --model FILE or --llama DIR (to serve), or --generate FILE");
+        }
+        if (llama != null) {
+            if (backend != Backend.gpu) {
+                throw new ParameterException(line, "--llama needs the GPU backend (--backend gpu); --backend cpu serves"
+                        + " only --model");
+            }
+            if (llamaBatch < 1 || llamaBatch > LlamaDecoder.MAX_BATCH) {
+                throw new ParameterException(line, "--llama-batch must be 1 to " + LlamaDecoder.MAX_BATCH + ", got "
+                        + llamaBatch);
+            }
+            if (llamaMaxSequence < 2) {
+                throw new ParameterException(line, "--llama-max-sequence must be at least 2, got " + llamaMaxSequence);
+            }
+            if (llamaQueue < 0) {
+                throw new ParameterException(line, "--llama-queue must not be negative, got " + llamaQueue);
+            }
+            if (model != null && llamaName().equals(name)) {
+                throw new ParameterException(line, "--llama-name " + llamaName() + " is also the --model's --name; "
+                        + "the two models need different names");
+            }
         }
         if (port < 0 || port > 65535) {
             throw new ParameterException(line, "--port must be 0 to 65535, got " + port);
@@ -210,26 +261,54 @@ public final class ServerCommand implements Callable<Integer> {
             out.println("wrote " + generate);
             return 0;
         }
-        MlpWeights weights;
-        try {
-            weights = MlpWeights.load(model);
-        } catch (IOException | IllegalArgumentException e) {
-            err.println("InferenceServer: cannot serve " + model + ": " + reason(e));
-            return 1;
+        MlpWeights weights = null;
+        if (model != null) {
+            try {
+                weights = MlpWeights.load(model);
+            } catch (IOException | IllegalArgumentException e) {
+                err.println("InferenceServer: cannot serve " + model + ": " + reason(e));
+                return 1;
+            }
         }
-        InferenceBackend served;
-        String where;
-        if (backend == Backend.cpu) {
-            served = new CpuBackend(weights);
-            where = "the CPU";
-        } else {
+        List<CudaDevice> chosen = List.of();
+        if (backend == Backend.gpu) {
             List<CudaDevice> all = Cuda.devices();
-            List<CudaDevice> chosen;
+            if (llama != null && all.isEmpty()) {
+                throw new ParameterException(spec.commandLine(), "--llama needs a GPU, and this host has none");
+            }
             try {
                 chosen = deviceOrdinals(devices, all.size()).stream().map(all::get).toList();
             } catch (IllegalArgumentException e) {
                 throw new ParameterException(spec.commandLine(), e.getMessage());
             }
+        }
+        TextGenerator generator = null;
+        String generatorWhere = null;
+        if (llama != null) {
+            CudaDevice device = chosen.getFirst();
+            LlamaDecoder decoder = null;
+            int maxSequence;
+            try {
+                maxSequence = Math.min(llamaMaxSequence, LlamaConfig.read(llama.resolve("config.json"))
+                        .maxPositionEmbeddings());
+                decoder = LlamaDecoder.load(device, llama, llamaBatch, maxSequence);
+                generator = LlamaGenerator.start(llamaName(), decoder, llamaQueue);
+            } catch (UncheckedIOException | IllegalArgumentException e) {
+                if (decoder != null) {
+                    decoder.close();
+                }
+                err.println("InferenceServer: cannot serve " + llama + ": " + e.getMessage());
+                return 1;
+            }
+            generatorWhere = "GPU " + device.ordinal() + " (" + device.properties().name() + "), text generation of "
+                    + llamaBatch + " sequences of up to " + maxSequence + " tokens";
+        }
+        InferenceBackend served = null;
+        String where = null;
+        if (weights != null && backend == Backend.cpu) {
+            served = new CpuBackend(weights);
+            where = "the CPU";
+        } else if (weights != null) {
             ServingOptions options = ServingOptions.defaults();
             if (queueCapacity != null) {
                 options = options.withQueueCapacity(queueCapacity);
@@ -239,11 +318,18 @@ public final class ServerCommand implements Callable<Integer> {
                     .map(d -> "GPU " + d.ordinal() + " (" + d.properties().name() + ")").toList());
         }
         Recording recording = flightRecording == null ? null : record();
-        InferenceServer server = new InferenceServer(name, served, host, port, limits());
+        InferenceServer server = new InferenceServer(served == null ? null : name, served, generator, host, port,
+                limits());
         for (String signal : new String[] {"TERM", "INT"}) {
             Signal.handle(new Signal(signal), ignored -> stop.countDown());
         }
-        out.println("serving " + name + " on http://" + host + ":" + server.port() + " on " + where);
+        String url = "http://" + host + ":" + server.port();
+        if (served != null) {
+            out.println("serving " + name + " on " + url + " on " + where);
+        }
+        if (generator != null) {
+            out.println("serving " + generator.name() + " on " + url + " on " + generatorWhere);
+        }
         out.flush();
         stop.await();
         boolean drained = server.shutdown();
@@ -255,6 +341,15 @@ public final class ServerCommand implements Callable<Integer> {
         out.println("stopped" + (drained ? "" : "; some requests did not finish within " + shutdownTimeout
                 + " and were answered 503"));
         return 0;
+    }
+
+    /** The Llama model's name: {@code --llama-name}, else the checkpoint directory's name. */
+    String llamaName() {
+        if (llamaName != null) {
+            return llamaName;
+        }
+        Path directory = llama.toAbsolutePath().normalize().getFileName();
+        return directory == null ? "llama" : directory.toString();
     }
 
     private static final long MAX_RECORDING_BYTES = 256L << 20;

@@ -61,10 +61,15 @@ final class ServerMetrics {
 
     /** Counts one inference request that ended with HTTP {@code status}, {@code nanos} after it arrived. */
     void request(int status, long nanos) {
+        request(model, status, nanos);
+    }
+
+    /** Counts one request to model {@code name} (a generate request's, say) as {@link #request(int, long)} does. */
+    void request(String name, int status, long nanos) {
         String code = Integer.toString(status);
-        (status == 200 ? success.labelValues(model, KServeProtocol.VERSION)
-                : failure.labelValues(model, KServeProtocol.VERSION, code)).inc();
-        duration.labelValues(model, KServeProtocol.VERSION, code).observe(nanos / 1e9);
+        (status == 200 ? success.labelValues(name, KServeProtocol.VERSION)
+                : failure.labelValues(name, KServeProtocol.VERSION, code)).inc();
+        duration.labelValues(name, KServeProtocol.VERSION, code).observe(nanos / 1e9);
     }
 
     /** The scrape, in the Prometheus text format. */

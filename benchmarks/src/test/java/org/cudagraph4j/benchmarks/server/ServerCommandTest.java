@@ -115,6 +115,35 @@ class ServerCommandTest {
     }
 
     @Test
+    void llamaServesOnTheGpuUnderItsDirectorysNameAndRefusesBadOptions(@TempDir Path dir) {
+        Path checkpoint = dir.resolve("Llama-3.2-1B");
+        ServerCommand command = ServerCommand.parse("--llama", checkpoint.toString());
+        assertEquals("Llama-3.2-1B", command.llamaName(), "named after the checkpoint's directory");
+        assertEquals(8, command.llamaBatch);
+        assertEquals(2048, command.llamaMaxSequence);
+        assertEquals("chat", ServerCommand.parse("--llama", checkpoint.toString(), "--llama-name", "chat").llamaName());
+        ServerCommand.parse("--model", "m", "--llama", checkpoint.toString()); // both, under two names
+        String llama = checkpoint.toString();
+        String[][] cases = {
+            {"--llama", llama, "--backend", "cpu"},
+            {"--llama", llama, "--llama-batch", "0"},
+            {"--llama", llama, "--llama-batch", "1000"},
+            {"--llama", llama, "--llama-max-sequence", "1"},
+            {"--llama", llama, "--llama-queue", "-1"},
+            {"--generate", "g", "--llama", llama},
+            {"--model", "m", "--llama", llama, "--llama-name", "mlp"},
+        };
+        String[] named = {"--llama needs the GPU backend", "--llama-batch", "--llama-batch", "--llama-max-sequence",
+            "--llama-queue", "--generate", "--llama-name mlp"};
+        for (int i = 0; i < cases.length; i++) {
+            Run bad = run(cases[i]);
+            assertEquals(2, bad.status(), List.of(cases[i]).toString());
+            assertEquals(1, bad.err().lines().count(), bad.err());
+            assertTrue(bad.err().startsWith("InferenceServer: ") && bad.err().contains(named[i]), bad.err());
+        }
+    }
+
+    @Test
     void devicesIsAllOrOrdinalsAndABadValueSaysWhatIsWrong() {
         assertEquals(List.of(0, 1, 2), ServerCommand.deviceOrdinals("all", 3));
         assertEquals(List.of(0), ServerCommand.deviceOrdinals("0", 3));
