@@ -1,9 +1,8 @@
 // cudagraph4j kernels: the Llama decoder's extern "C" entry points, for org.cudagraph4j.llm
-// (LlamaKernels). Projections come in three row capacities (r1, r4, r16: the most rows a launch
-// takes), launched with cg4j::llm::kThreads threads and R * H * 2 bytes of dynamic shared memory
-// where they normalize; see kernels/README.md for the launch shapes.
+// (DecoderKernels). The projections come in two row capacities (r8, r16: the most rows a launch
+// takes), launched with cg4j::llm::kThreads threads and R * (H + 8) * 2 bytes of dynamic shared
+// memory where they normalize; see kernels/README.md for the launch shapes.
 #include "cg4j/llm/attention.cuh"
-#include "cg4j/llm/decoder.cuh"
 #include "cg4j/llm/sampling.cuh"
 #include "cg4j/llm/tensor_gemv.cuh"
 
@@ -17,31 +16,6 @@ extern "C" __global__ void cg4j_llm_embed(const bf16 *table, const int *row_toke
   const bf16 *row = table + (long long)row_token[r] * H;
   for (int i = threadIdx.x; i < H; i += blockDim.x) x[(long long)r * H + i] = __bfloat162float(row[i]);
 }
-
-#define CG4J_LLM_PROJECTIONS(R)                                                                                      \
-  extern "C" __global__ void __launch_bounds__(cg4j::llm::kThreads) cg4j_llm_qkv_rope_r##R(                         \
-      const float *x, const bf16 *norm, float eps, const bf16 *wq, const bf16 *wk, const bf16 *wv, const float2 *rope, \
-      const int *row_pos, const int *row_slot, bf16 *q, bf16 *k_cache, bf16 *v_cache, int H, int NQ, int NKV, int D,  \
-      int maxSeq, int rows) {                                                                                        \
-    cg4j::llm::qkv_rope<R>(x, norm, eps, wq, wk, wv, rope, row_pos, row_slot, q, k_cache, v_cache, H, NQ, NKV, D,     \
-                           maxSeq, rows);                                                                            \
-  }                                                                                                                  \
-  extern "C" __global__ void __launch_bounds__(cg4j::llm::kThreads)                                                  \
-      cg4j_llm_residual_r##R(const bf16 *in, const bf16 *w, float *x, int N, int K, int rows) {                       \
-    cg4j::llm::residual<R>(in, w, x, N, K, rows);                                                                    \
-  }                                                                                                                  \
-  extern "C" __global__ void __launch_bounds__(cg4j::llm::kThreads) cg4j_llm_gate_up_r##R(                          \
-      const float *x, const bf16 *norm, float eps, const bf16 *wg, const bf16 *wu, bf16 *h, int H, int I, int rows) {  \
-    cg4j::llm::gate_up<R>(x, norm, eps, wg, wu, h, H, I, rows);                                                      \
-  }                                                                                                                  \
-  extern "C" __global__ void __launch_bounds__(cg4j::llm::kThreads) cg4j_llm_lm_head_r##R(                          \
-      const float *x, const bf16 *norm, float eps, const bf16 *w, float *logits, int V, int H, int rows) {            \
-    cg4j::llm::lm_head<R>(x, norm, eps, w, logits, V, H, rows);                                                      \
-  }
-
-CG4J_LLM_PROJECTIONS(1)
-CG4J_LLM_PROJECTIONS(4)
-CG4J_LLM_PROJECTIONS(16)
 
 #define CG4J_LLM_TENSOR_PROJECTIONS(R, TILES)                                                                        \
   extern "C" __global__ void __launch_bounds__(cg4j::llm::kThreads) cg4j_llm_qkv_rope_mma_r##R(                     \

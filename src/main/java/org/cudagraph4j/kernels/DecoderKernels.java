@@ -17,9 +17,12 @@ import org.cudagraph4j.LaunchConfig;
  * them; each method documents the buffers its kernel reads and writes.
  *
  * <p>A step takes {@code rows} tokens (at most {@link #MAX_ROWS}), each with a position and a KV-cache
- * slot in device {@code int} arrays. The projections are persistent GEMVs, one warp per output
- * feature, sized here to the device's multiprocessors; the ones that normalize stage their
- * {@code rows * H} BF16 inputs in shared memory.
+ * slot in device {@code int} arrays. The projections run on tensor cores: a block multiplies a tile
+ * of 16 weight rows by every row of the step, its warps splitting the inner dimension, and the grid
+ * is sized here to the device's multiprocessors; the projections that normalize stage their
+ * {@code rows * H} BF16 inputs in shared memory once per block. From sm_90 on every launch is a
+ * programmatic dependent launch (the system property {@code org.cudagraph4j.llm.overlap=false} turns
+ * that off, to measure what it saves).
  *
  * <p>Thread safety: immutable once loaded; launches may be built from any thread. Close once, after
  * every graph that holds its kernels is closed or no longer launched (graphs keep the module alive).
@@ -39,10 +42,8 @@ public final class DecoderKernels implements AutoCloseable {
     private static final int[] HEAD_DIMS = {64, 128};
 
     private static final int PROJECTION_THREADS = 256;
-    private static final int WARPS = PROJECTION_THREADS / 32;
     private static final int ATTENTION_THREADS = 128;
     private static final int SAMPLE_THREADS = 1024;
-    private static final int[] ROW_CAPACITIES = {1, 4, 16};
 
     private final CudaLibrary library;
     private final String image;
@@ -50,8 +51,6 @@ public final class DecoderKernels implements AutoCloseable {
     private final int sharedMemOptin;
     /** Whether launches overlap their predecessor's tail (programmatic dependent launch, sm_90 on). */
     private final boolean overlap;
-    /** Whether the projections run on tensor cores (16-row tiles) rather than a warp per feature. */
-    private final boolean tensorCores = !"simt".equals(System.getProperty("org.cudagraph4j.llm.projections"));
 
     private DecoderKernels(CudaLibrary library, String image, DeviceProperties properties) {
         this.library = library;
@@ -95,7 +94,7 @@ public final class DecoderKernels implements AutoCloseable {
             throw new IllegalArgumentException("hidden size " + hidden + " needs " + bytes + " bytes of shared memory "
                     + "for " + MAX_ROWS + " rows, more than this device's " + sharedMemOptin + " per block");
         }
-        for (int capacity : new int[] {1, 8, 16}) {
+        for (int capacity : new int[] {8, 16}) {
             int staged = Math.max(stagedBytes(capacity, hidden), 48 * 1024);
             for (String name : new String[] {"cg4j_llm_qkv_rope", "cg4j_llm_gate_up", "cg4j_llm_lm_head"}) {
                 projection(name, capacity).setMaxDynamicSharedMemory(device, staged);
@@ -356,25 +355,16 @@ public final class DecoderKernels implements AutoCloseable {
         if (rows < 1 || rows > MAX_ROWS) {
             throw new IllegalArgumentException("a decoder launch takes 1 to " + MAX_ROWS + " rows, got " + rows);
         }
-        if (tensorCores) {
-            return library.kernel(prefix + "_mma_r" + (rows <= 8 ? 8 : 16));
-        }
-        for (int capacity : ROW_CAPACITIES) {
-            if (rows <= capacity) {
-                return library.kernel(prefix + "_r" + capacity);
-            }
-        }
-        throw new AssertionError(rows);
+        return library.kernel(prefix + "_mma_r" + (rows <= 8 ? 8 : 16));
     }
 
     /**
-     * A persistent grid of at most four blocks per multiprocessor (two at 16 rows): on tensor cores
-     * a block per tile of {@code tileFeatures} features, else a warp per feature.
+     * A block per tile of {@code tileFeatures} features, at most four per multiprocessor (two above 8
+     * rows); the blocks walk the remaining tiles, so that a block normalizes its rows of x once.
      */
     private LaunchConfig projectionConfig(int rows, int features, int tileFeatures, int sharedBytes) {
-        int perSm = rows > 4 ? 2 : 4;
-        int perBlock = tensorCores ? tileFeatures : WARPS;
-        int blocks = Math.max(1, Math.min((features + perBlock - 1) / perBlock, perSm * multiprocessors));
+        int perSm = rows > 8 ? 2 : 4;
+        int blocks = Math.max(1, Math.min((features + tileFeatures - 1) / tileFeatures, perSm * multiprocessors));
         return LaunchConfig.of(Dim3.of(blocks), Dim3.of(PROJECTION_THREADS), sharedBytes);
     }
 
