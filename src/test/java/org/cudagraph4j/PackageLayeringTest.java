@@ -25,7 +25,7 @@ import org.junit.jupiter.api.Test;
 /**
  * Dependencies between the library's packages point one way, down these levels:
  * {@code {cudart, nvrtc, driver, cublaslt, error, internal.image, internal.lifetime} ← internal ← root ←
- * {compile, blas} ← graph ← kernels ← serving}. A package may use its own classes and those of any package on a lower
+ * {compile, blas} ← graph ← kernels ← {serving, llm}}. A package may use its own classes and those of any package on a lower
  * level, never one on its own level or above; the bottom level's packages therefore use no other
  * package of the library, and with levels in a total order no cycle is possible. The same check by
  * hand: {@code jdeps -verbose:package -filter:none target/classes}.
@@ -48,7 +48,8 @@ class PackageLayeringTest {
                     "org.cudagraph4j.internal.image", "org.cudagraph4j.internal.lifetime"),
             List.of("org.cudagraph4j.internal"), List.of("org.cudagraph4j"),
             List.of("org.cudagraph4j.compile", "org.cudagraph4j.blas"),
-            List.of("org.cudagraph4j.graph"), List.of("org.cudagraph4j.kernels"), List.of("org.cudagraph4j.serving"));
+            List.of("org.cudagraph4j.graph"), List.of("org.cudagraph4j.kernels"),
+            List.of("org.cudagraph4j.serving", "org.cudagraph4j.llm"));
 
     /** One line of {@code jdeps -verbose:class}: {@code    a.b.From -> c.d.To    where}. */
     private static final Pattern EDGE = Pattern.compile("^\\s+(org\\.cudagraph4j\\.[\\w.$]+)\\s+->\\s+(\\S+)\\s");
