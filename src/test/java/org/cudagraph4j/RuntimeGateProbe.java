@@ -30,7 +30,7 @@ import org.cudagraph4j.error.CudaRuntimeNotFoundException;
  */
 public final class RuntimeGateProbe {
     private static final List<String> EXPORTED = List.of("org.cudagraph4j", "org.cudagraph4j.graph",
-            "org.cudagraph4j.kernels", "org.cudagraph4j.serving");
+            "org.cudagraph4j.kernels", "org.cudagraph4j.serving", "org.cudagraph4j.llm");
 
     private RuntimeGateProbe() {}
 

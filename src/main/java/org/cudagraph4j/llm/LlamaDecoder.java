@@ -84,7 +84,8 @@ public final class LlamaDecoder implements AutoCloseable {
     private final CudaStream stream;
     private final DecoderKernels.Shape shape;
     private final float eps;
-    private final List<AutoCloseable> owned = new ArrayList<>();
+    /** Everything the decoder allocated, closed in reverse order; filled as the constructor goes. */
+    private final List<AutoCloseable> owned;
 
     private final DeviceBuffer embedding;
     private final DeviceBuffer finalNorm;
@@ -121,7 +122,8 @@ public final class LlamaDecoder implements AutoCloseable {
             DeviceBuffer postNorm, DeviceBuffer gate, DeviceBuffer up, DeviceBuffer down) {}
 
     private LlamaDecoder(CudaDevice device, LlamaCheckpoint checkpoint, LlamaTokenizer tokenizer, int maxBatch,
-            int maxSequence) {
+            int maxSequence, List<AutoCloseable> owned) {
+        this.owned = owned;
         this.device = device;
         this.config = checkpoint.config();
         this.tokenizer = tokenizer;
@@ -230,7 +232,14 @@ public final class LlamaDecoder implements AutoCloseable {
             weights.checkLlamaWeights();
             Path tokenizerFile = checkpoint.resolve("tokenizer.json");
             LlamaTokenizer tokenizer = Files.exists(tokenizerFile) ? LlamaTokenizer.load(tokenizerFile) : null;
-            return new LlamaDecoder(device, weights, tokenizer, maxBatch, maxSequence);
+            List<AutoCloseable> owned = new ArrayList<>();
+            try {
+                return new LlamaDecoder(device, weights, tokenizer, maxBatch, maxSequence, owned);
+            } catch (RuntimeException | Error e) {
+                // A device too small for the weights and the cache fails part way: free what was made.
+                closeAll(owned, e);
+                throw e;
+            }
         }
     }
 
@@ -684,26 +693,27 @@ public final class LlamaDecoder implements AutoCloseable {
             throw new IllegalStateException("the decoder is serving " + engine + "; close the engine first");
         }
         closed = true;
-        RuntimeException failure = null;
         stream.synchronize();
         for (Map<Integer, GraphExec> byBatch : graphs.values()) {
             for (GraphExec exec : byBatch.values()) {
                 exec.close();
             }
         }
-        for (int i = owned.size() - 1; i >= 0; i--) {
-            try {
-                owned.get(i).close();
-            } catch (Exception e) {
-                if (failure == null) {
-                    failure = new IllegalStateException("closing the decoder failed", e);
-                } else {
-                    failure.addSuppressed(e);
-                }
-            }
-        }
-        if (failure != null) {
+        IllegalStateException failure = new IllegalStateException("closing the decoder failed");
+        closeAll(owned, failure);
+        if (failure.getSuppressed().length > 0) {
             throw failure;
+        }
+    }
+
+    /** Closes {@code resources} in reverse order, adding each failure to {@code failures}. */
+    private static void closeAll(List<AutoCloseable> resources, Throwable failures) {
+        for (int i = resources.size() - 1; i >= 0; i--) {
+            try {
+                resources.get(i).close();
+            } catch (Exception e) {
+                failures.addSuppressed(e);
+            }
         }
     }
 
