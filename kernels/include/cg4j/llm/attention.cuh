@@ -22,8 +22,6 @@ __device__ __forceinline__ void attention(const bf16 *q, const bf16 *k_cache, co
   constexpr int kParallel = kAttentionThreads / kSegments;   ///< positions summed at once in the V pass
   __shared__ float partial[kParallel][D];
 
-  wait_for_prerequisites();
-  launch_dependents();
   const int head = blockIdx.x, r = blockIdx.y;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid / 32;
   const int length = min(row_pos[r], maxSeq - 1) + 1;

@@ -1,5 +1,5 @@
 // cudagraph4j kernels: what the Llama decoder's kernels share, for org.cudagraph4j.llm: BF16
-// widening, warp reductions, programmatic dependent launch, streaming weight loads, the rows of x a
+// widening, warp reductions, streaming weight loads, the rows of x a
 // projection multiplies and their RMSNorm staging, and the KV cache's layout. A step takes R rows
 // (tokens), each with its position and its KV-cache slot; decoding B sequences is R = B rows,
 // prefill is up to 16 consecutive rows of one sequence.
@@ -18,7 +18,7 @@ namespace llm {
 
 using bf16 = __nv_bfloat16;
 
-constexpr int kWarps = 8;                ///< warps of a projection block, which split its K
+constexpr int kWarps = 8;                ///< warps of a tensor-core projection block, which split its K
 constexpr int kThreads = 32 * kWarps;    ///< threads of a projection block
 constexpr int kVector = 8;               ///< BF16 elements per 16-byte load
 
@@ -36,22 +36,6 @@ __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
   return v;
-}
-
-/// Programmatic dependent launch (sm_90 on): each kernel, launched with the programmatic-serialization
-/// attribute, waits for the kernel before it to complete and flush before it reads or writes anything,
-/// then lets the next one launch, so that the next one's launch and block scheduling overlap this one's
-/// work rather than follow it. Triggering only after the wait keeps at most one kernel waiting ahead.
-/// Before sm_90 both are no-ops and the launches are serialized as usual.
-__device__ __forceinline__ void launch_dependents() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void wait_for_prerequisites() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
 }
 
 /// A weight load that bypasses L1 and is evicted from L2 first: each weight is read once per step.
@@ -83,7 +67,7 @@ __device__ __forceinline__ Rows stage_rows(const float *x, const bf16 *weight, f
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   const int quads = H / 4;
   const float4 *x4 = reinterpret_cast<const float4 *>(x);
-  for (int r = warp; r < R; r += kWarps) {
+  for (int r = warp; r < R; r += blockDim.x / 32) {
     float s = 0.0f;
 #pragma unroll 4
     for (int i = lane; i < quads; i += 32) {

@@ -89,8 +89,6 @@ __device__ __forceinline__ void sample_partial(const float *logits, int V, const
                                                int first_row, float *cand_val, int *cand_idx, int chunks) {
   __shared__ float val[kChunk];
   __shared__ int idx[kChunk];
-  wait_for_prerequisites();
-  launch_dependents();
   const int c = blockIdx.x, r = blockIdx.y, row = first_row + r;
   const float *row_logits = logits + (long long)r * V;
   const int begin = c * kChunk;
@@ -156,8 +154,6 @@ __device__ __forceinline__ void sample_finish(const float *cand_val, const int *
                                               const RowControl &ctl) {
   __shared__ float val[kMaxChunks * kCandidates];
   __shared__ int idx[kMaxChunks * kCandidates];
-  wait_for_prerequisites();
-  launch_dependents();
   const int r = blockIdx.x, row = first_row + r;
   if (ctl.done[row]) return;
   const long long in = (long long)r * chunks * kCandidates;

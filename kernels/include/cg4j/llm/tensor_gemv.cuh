@@ -117,8 +117,6 @@ __device__ __forceinline__ void qkv_rope_tc(const float *x, const bf16 *norm, fl
                                          : wv + (long long)(head - NQ - NKV) * D * H;
     return base + (long long)i * H;
   };
-  wait_for_prerequisites();
-  launch_dependents();
   const Rows in = stage_rows<Tiles * 8>(x, norm, eps, H, R);
   for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     float acc[Tiles][4];
@@ -152,8 +150,6 @@ template <int Tiles>
 __device__ __forceinline__ void residual_tc(const bf16 *in, const bf16 *W, float *x, int N, int K, int R) {
   const int tiles = (N + 15) / 16;
   const int g = (threadIdx.x & 31) >> 2;
-  wait_for_prerequisites();
-  launch_dependents();
   const Rows rows{reinterpret_cast<const uint4 *>(in), K / kVector, false};
   for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const long long n0 = tile * 16LL;
@@ -171,8 +167,6 @@ __device__ __forceinline__ void gate_up_tc(const float *x, const bf16 *norm, flo
                                            bf16 *h, int H, int I, int R) {
   const int tiles = (I + 7) / 8;
   const int g = (threadIdx.x & 31) >> 2;
-  wait_for_prerequisites();
-  launch_dependents();
   const Rows in = stage_rows<Tiles * 8>(x, norm, eps, H, R);
   for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const long long i0 = tile * 8LL;
@@ -189,8 +183,6 @@ __device__ __forceinline__ void lm_head_tc(const float *x, const bf16 *norm, flo
                                            int V, int H, int R) {
   const int tiles = (V + 15) / 16;
   const int g = (threadIdx.x & 31) >> 2;
-  wait_for_prerequisites();
-  launch_dependents();
   const Rows in = stage_rows<Tiles * 8>(x, norm, eps, H, R);
   for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const long long v0 = tile * 16LL;

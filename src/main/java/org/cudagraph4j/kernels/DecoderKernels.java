@@ -17,12 +17,11 @@ import org.cudagraph4j.LaunchConfig;
  * them; each method documents the buffers its kernel reads and writes.
  *
  * <p>A step takes {@code rows} tokens (at most {@link #MAX_ROWS}), each with a position and a KV-cache
- * slot in device {@code int} arrays. The projections run on tensor cores: a block multiplies a tile
- * of 16 weight rows by every row of the step, its warps splitting the inner dimension, and the grid
- * is sized here to the device's multiprocessors; the projections that normalize stage their
- * {@code rows * H} BF16 inputs in shared memory once per block. From sm_90 on every launch is a
- * programmatic dependent launch (the system property {@code org.cudagraph4j.llm.overlap=false} turns
- * that off, to measure what it saves).
+ * slot in device {@code int} arrays. A single row's projections give each output feature a warp that
+ * streams its weight row; two rows and more run on tensor cores, a block multiplying a tile of 16
+ * weight rows by every row of the step, its warps splitting the inner dimension. Grids are sized
+ * here to the device's multiprocessors; the projections that normalize stage their {@code rows * H}
+ * BF16 inputs in shared memory once per block.
  *
  * <p>Thread safety: immutable once loaded; launches may be built from any thread. Close once, after
  * every graph that holds its kernels is closed or no longer launched (graphs keep the module alive).
@@ -42,6 +41,8 @@ public final class DecoderKernels implements AutoCloseable {
     private static final int[] HEAD_DIMS = {64, 128};
 
     private static final int PROJECTION_THREADS = 256;
+    /** Warps of a single-row projection block, one per output feature. */
+    private static final int SINGLE_ROW_WARPS = 16;
     private static final int ATTENTION_THREADS = 128;
     private static final int SAMPLE_THREADS = 1024;
 
@@ -49,15 +50,12 @@ public final class DecoderKernels implements AutoCloseable {
     private final String image;
     private final int multiprocessors;
     private final int sharedMemOptin;
-    /** Whether launches overlap their predecessor's tail (programmatic dependent launch, sm_90 on). */
-    private final boolean overlap;
 
     private DecoderKernels(CudaLibrary library, String image, DeviceProperties properties) {
         this.library = library;
         this.image = image;
         this.multiprocessors = properties.multiprocessorCount();
         this.sharedMemOptin = (int) properties.sharedMemPerBlockOptinBytes();
-        this.overlap = properties.major() >= 9 && !"false".equals(System.getProperty("org.cudagraph4j.llm.overlap"));
     }
 
     /**
@@ -94,7 +92,7 @@ public final class DecoderKernels implements AutoCloseable {
             throw new IllegalArgumentException("hidden size " + hidden + " needs " + bytes + " bytes of shared memory "
                     + "for " + MAX_ROWS + " rows, more than this device's " + sharedMemOptin + " per block");
         }
-        for (int capacity : new int[] {8, 16}) {
+        for (int capacity : new int[] {1, 8, 16}) {
             int staged = Math.max(stagedBytes(capacity, hidden), 48 * 1024);
             for (String name : new String[] {"cg4j_llm_qkv_rope", "cg4j_llm_gate_up", "cg4j_llm_lm_head"}) {
                 projection(name, capacity).setMaxDynamicSharedMemory(device, staged);
@@ -142,7 +140,7 @@ public final class DecoderKernels implements AutoCloseable {
      * @return the launch
      */
     public KernelLaunch embed(int rows, DeviceBuffer table, DeviceBuffer token, DeviceBuffer x, int hidden) {
-        return launch(kernel("cg4j_llm_embed"), LaunchConfig.of(Dim3.of(rows), Dim3.of(256)), table, token, x,
+        return KernelLaunch.of(kernel("cg4j_llm_embed"), LaunchConfig.of(Dim3.of(rows), Dim3.of(256)), table, token, x,
                 hidden);
     }
 
@@ -170,7 +168,7 @@ public final class DecoderKernels implements AutoCloseable {
             DeviceBuffer wk, DeviceBuffer wv, DeviceBuffer rope, DeviceBuffer pos, DeviceBuffer slot, DeviceBuffer q,
             DeviceBuffer kCache, DeviceBuffer vCache, Shape shape) {
         int pairs = (shape.heads() + 2 * shape.kvHeads()) * shape.headDim() / 2;
-        return launch(projection("cg4j_llm_qkv_rope", rows), projectionConfig(rows, pairs, 8,
+        return KernelLaunch.of(projection("cg4j_llm_qkv_rope", rows), projectionConfig(rows, pairs, 8,
                 stagedBytes(rows, shape.hidden())), x, norm, eps, wq, wk, wv, rope, pos, slot, q, kCache, vCache,
                 shape.hidden(), shape.heads(), shape.kvHeads(), shape.headDim(), shape.maxSequence(), rows);
     }
@@ -192,7 +190,7 @@ public final class DecoderKernels implements AutoCloseable {
             DeviceBuffer pos, DeviceBuffer slot, DeviceBuffer out, Shape shape) {
         LaunchConfig config = LaunchConfig.of(Dim3.of(shape.heads(), rows, 1), Dim3.of(ATTENTION_THREADS),
                 4 * shape.maxSequence());
-        return launch(kernel("cg4j_llm_attention_d" + shape.headDim()), config, q, kCache, vCache, pos, slot,
+        return KernelLaunch.of(kernel("cg4j_llm_attention_d" + shape.headDim()), config, q, kCache, vCache, pos, slot,
                 out, shape.heads(), shape.kvHeads(), shape.maxSequence(), (float) (1.0 / Math.sqrt(shape.headDim())));
     }
 
@@ -208,7 +206,7 @@ public final class DecoderKernels implements AutoCloseable {
      * @return the launch
      */
     public KernelLaunch residual(int rows, DeviceBuffer in, DeviceBuffer weight, DeviceBuffer x, int out, int inner) {
-        return launch(projection("cg4j_llm_residual", rows), projectionConfig(rows, out, 16, 0), in, weight, x,
+        return KernelLaunch.of(projection("cg4j_llm_residual", rows), projectionConfig(rows, out, 16, 0), in, weight, x,
                 out, inner, rows);
     }
 
@@ -228,7 +226,7 @@ public final class DecoderKernels implements AutoCloseable {
      */
     public KernelLaunch gateUp(int rows, DeviceBuffer x, DeviceBuffer norm, float eps, DeviceBuffer gate,
             DeviceBuffer up, DeviceBuffer h, int hidden, int intermediate) {
-        return launch(projection("cg4j_llm_gate_up", rows), projectionConfig(rows, intermediate, 8,
+        return KernelLaunch.of(projection("cg4j_llm_gate_up", rows), projectionConfig(rows, intermediate, 8,
                 stagedBytes(rows, hidden)), x, norm, eps, gate, up, h, hidden, intermediate, rows);
     }
 
@@ -247,7 +245,7 @@ public final class DecoderKernels implements AutoCloseable {
      */
     public KernelLaunch lmHead(int rows, DeviceBuffer x, DeviceBuffer norm, float eps, DeviceBuffer weight,
             DeviceBuffer logits, int vocabulary, int hidden) {
-        return launch(projection("cg4j_llm_lm_head", rows), projectionConfig(rows, vocabulary, 16,
+        return KernelLaunch.of(projection("cg4j_llm_lm_head", rows), projectionConfig(rows, vocabulary, 16,
                 stagedBytes(rows, hidden)), x, norm, eps, weight, logits, vocabulary, hidden, rows);
     }
 
@@ -267,7 +265,7 @@ public final class DecoderKernels implements AutoCloseable {
     public KernelLaunch samplePartial(int rows, DeviceBuffer logits, int vocabulary, Control control, int firstRow,
             DeviceBuffer candidates, DeviceBuffer candidateIndices) {
         int chunks = chunks(vocabulary);
-        return launch(kernel("cg4j_llm_sample_partial"), LaunchConfig.of(Dim3.of(chunks, rows, 1),
+        return KernelLaunch.of(kernel("cg4j_llm_sample_partial"), LaunchConfig.of(Dim3.of(chunks, rows, 1),
                 Dim3.of(SAMPLE_THREADS)), logits, vocabulary, control.temperature(), control.topK(), firstRow,
                 candidates, candidateIndices, chunks);
     }
@@ -286,7 +284,7 @@ public final class DecoderKernels implements AutoCloseable {
      */
     public KernelLaunch sampleFinish(int rows, int vocabulary, Control control, int firstRow, DeviceBuffer candidates,
             DeviceBuffer candidateIndices) {
-        return launch(kernel("cg4j_llm_sample_finish"), LaunchConfig.of(Dim3.of(rows),
+        return KernelLaunch.of(kernel("cg4j_llm_sample_finish"), LaunchConfig.of(Dim3.of(rows),
                 Dim3.of(SAMPLE_THREADS)), candidates, candidateIndices, chunks(vocabulary), firstRow, control.token(),
                 control.pos(), control.generated(), control.maxNew(), control.done(), control.active(),
                 control.temperature(), control.topK(), control.topP(), control.seed(), control.stopIds(),
@@ -339,14 +337,6 @@ public final class DecoderKernels implements AutoCloseable {
         return (vocabulary + SAMPLE_CHUNK - 1) / SAMPLE_CHUNK;
     }
 
-    /**
-     * A launch of one of these kernels. From sm_90 on it may start during its predecessor's tail:
-     * every kernel here prefetches only weights before it waits for the kernel before it to finish.
-     */
-    private KernelLaunch launch(CudaKernel kernel, LaunchConfig config, Object... arguments) {
-        return KernelLaunch.of(kernel, overlap ? config.withProgrammaticDependentLaunch() : config, arguments);
-    }
-
     private CudaKernel kernel(String name) {
         return library.kernel(name);
     }
@@ -355,17 +345,22 @@ public final class DecoderKernels implements AutoCloseable {
         if (rows < 1 || rows > MAX_ROWS) {
             throw new IllegalArgumentException("a decoder launch takes 1 to " + MAX_ROWS + " rows, got " + rows);
         }
-        return library.kernel(prefix + "_mma_r" + (rows <= 8 ? 8 : 16));
+        return library.kernel(prefix + (rows == 1 ? "_r1" : rows <= 8 ? "_mma_r8" : "_mma_r16"));
     }
 
     /**
-     * A block per tile of {@code tileFeatures} features, at most four per multiprocessor (two above 8
-     * rows); the blocks walk the remaining tiles, so that a block normalizes its rows of x once.
+     * The grid of a projection over {@code features} output features (rotation pairs for QKV): for
+     * one row, blocks of 16 warps, a warp per feature, at most two blocks per multiprocessor; on
+     * tensor cores, a block per tile of {@code tileFeatures} features, at most four per
+     * multiprocessor (two above 8 rows). Either way the blocks walk the remaining work, so that a
+     * block normalizes its rows of x once.
      */
     private LaunchConfig projectionConfig(int rows, int features, int tileFeatures, int sharedBytes) {
-        int perSm = rows > 8 ? 2 : 4;
-        int blocks = Math.max(1, Math.min((features + tileFeatures - 1) / tileFeatures, perSm * multiprocessors));
-        return LaunchConfig.of(Dim3.of(blocks), Dim3.of(PROJECTION_THREADS), sharedBytes);
+        int perBlock = rows == 1 ? SINGLE_ROW_WARPS : tileFeatures;
+        int perSm = rows == 1 ? 2 : rows > 8 ? 2 : 4;
+        int blocks = Math.max(1, Math.min((features + perBlock - 1) / perBlock, perSm * multiprocessors));
+        int threads = rows == 1 ? 32 * SINGLE_ROW_WARPS : PROJECTION_THREADS;
+        return LaunchConfig.of(Dim3.of(blocks), Dim3.of(threads), sharedBytes);
     }
 
     /** Shared memory for {@code rows} normalized rows, each padded by 16 bytes. */
