@@ -1,11 +1,10 @@
 // cudagraph4j kernels: the Llama decoder's extern "C" entry points, for org.cudagraph4j.llm
-// (DecoderKernels). The projections come for one row (r1, a warp per feature) and on tensor cores
-// for up to 8 and 16 rows (mma_r8, mma_r16), with R * (H + 8) * 2 bytes of dynamic shared memory
-// where they normalize; see kernels/README.md for the launch shapes.
+// (DecoderKernels). The projections come in two row capacities (r8, r16: the most rows a launch
+// takes), launched with cg4j::llm::kThreads threads and R * (H + 8) * 2 bytes of dynamic shared
+// memory where they normalize; see kernels/README.md for the launch shapes.
 #include "cg4j/llm/attention.cuh"
 #include "cg4j/llm/sampling.cuh"
 #include "cg4j/llm/tensor_gemv.cuh"
-#include "cg4j/llm/warp_gemv.cuh"
 
 using cg4j::llm::bf16;
 
@@ -14,27 +13,6 @@ extern "C" __global__ void cg4j_llm_embed(const bf16 *table, const int *row_toke
   const int r = blockIdx.x;
   const bf16 *row = table + (long long)row_token[r] * H;
   for (int i = threadIdx.x; i < H; i += blockDim.x) x[(long long)r * H + i] = __bfloat162float(row[i]);
-}
-
-// One row (batch-1 decode): a warp per feature, cg4j::llm::kSimtThreads threads.
-extern "C" __global__ void __launch_bounds__(cg4j::llm::kSimtThreads) cg4j_llm_qkv_rope_r1(
-    const float *x, const bf16 *norm, float eps, const bf16 *wq, const bf16 *wk, const bf16 *wv, const float2 *rope,
-    const int *row_pos, const int *row_slot, bf16 *q, bf16 *k_cache, bf16 *v_cache, int H, int NQ, int NKV, int D,
-    int maxSeq, int rows) {
-  cg4j::llm::qkv_rope<1>(x, norm, eps, wq, wk, wv, rope, row_pos, row_slot, q, k_cache, v_cache, H, NQ, NKV, D, maxSeq,
-                         rows);
-}
-extern "C" __global__ void __launch_bounds__(cg4j::llm::kSimtThreads)
-    cg4j_llm_residual_r1(const bf16 *in, const bf16 *w, float *x, int N, int K, int rows) {
-  cg4j::llm::residual<1>(in, w, x, N, K, rows);
-}
-extern "C" __global__ void __launch_bounds__(cg4j::llm::kSimtThreads) cg4j_llm_gate_up_r1(
-    const float *x, const bf16 *norm, float eps, const bf16 *wg, const bf16 *wu, bf16 *h, int H, int I, int rows) {
-  cg4j::llm::gate_up<1>(x, norm, eps, wg, wu, h, H, I, rows);
-}
-extern "C" __global__ void __launch_bounds__(cg4j::llm::kSimtThreads) cg4j_llm_lm_head_r1(
-    const float *x, const bf16 *norm, float eps, const bf16 *w, float *logits, int V, int H, int rows) {
-  cg4j::llm::lm_head<1>(x, norm, eps, w, logits, V, H, rows);
 }
 
 #define CG4J_LLM_TENSOR_PROJECTIONS(R, TILES)                                                                        \

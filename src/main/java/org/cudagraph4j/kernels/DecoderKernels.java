@@ -17,11 +17,10 @@ import org.cudagraph4j.LaunchConfig;
  * them; each method documents the buffers its kernel reads and writes.
  *
  * <p>A step takes {@code rows} tokens (at most {@link #MAX_ROWS}), each with a position and a KV-cache
- * slot in device {@code int} arrays. A single row's projections give each output feature a warp that
- * streams its weight row; two rows and more run on tensor cores, a block multiplying a tile of 16
- * weight rows by every row of the step, its warps splitting the inner dimension. Grids are sized
- * here to the device's multiprocessors; the projections that normalize stage their {@code rows * H}
- * BF16 inputs in shared memory once per block.
+ * slot in device {@code int} arrays. The projections run on tensor cores: a block multiplies a tile
+ * of 16 weight rows by every row of the step, its warps splitting the inner dimension, and the grid
+ * is sized here to the device's multiprocessors; the projections that normalize stage their
+ * {@code rows * H} BF16 inputs in shared memory once per block.
  *
  * <p>Thread safety: immutable once loaded; launches may be built from any thread. Close once, after
  * every graph that holds its kernels is closed or no longer launched (graphs keep the module alive).
@@ -41,8 +40,6 @@ public final class DecoderKernels implements AutoCloseable {
     private static final int[] HEAD_DIMS = {64, 128};
 
     private static final int PROJECTION_THREADS = 256;
-    /** Warps of a single-row projection block, one per output feature. */
-    private static final int SINGLE_ROW_WARPS = 16;
     private static final int ATTENTION_THREADS = 128;
     private static final int SAMPLE_THREADS = 1024;
 
@@ -92,7 +89,7 @@ public final class DecoderKernels implements AutoCloseable {
             throw new IllegalArgumentException("hidden size " + hidden + " needs " + bytes + " bytes of shared memory "
                     + "for " + MAX_ROWS + " rows, more than this device's " + sharedMemOptin + " per block");
         }
-        for (int capacity : new int[] {1, 8, 16}) {
+        for (int capacity : new int[] {8, 16}) {
             int staged = Math.max(stagedBytes(capacity, hidden), 48 * 1024);
             for (String name : new String[] {"cg4j_llm_qkv_rope", "cg4j_llm_gate_up", "cg4j_llm_lm_head"}) {
                 projection(name, capacity).setMaxDynamicSharedMemory(device, staged);
@@ -345,22 +342,17 @@ public final class DecoderKernels implements AutoCloseable {
         if (rows < 1 || rows > MAX_ROWS) {
             throw new IllegalArgumentException("a decoder launch takes 1 to " + MAX_ROWS + " rows, got " + rows);
         }
-        return library.kernel(prefix + (rows == 1 ? "_r1" : rows <= 8 ? "_mma_r8" : "_mma_r16"));
+        return library.kernel(prefix + "_mma_r" + (rows <= 8 ? 8 : 16));
     }
 
     /**
-     * The grid of a projection over {@code features} output features (rotation pairs for QKV): for
-     * one row, blocks of 16 warps, a warp per feature, at most two blocks per multiprocessor; on
-     * tensor cores, a block per tile of {@code tileFeatures} features, at most four per
-     * multiprocessor (two above 8 rows). Either way the blocks walk the remaining work, so that a
-     * block normalizes its rows of x once.
+     * A block per tile of {@code tileFeatures} features, at most four per multiprocessor (two above 8
+     * rows); the blocks walk the remaining tiles, so that a block normalizes its rows of x once.
      */
     private LaunchConfig projectionConfig(int rows, int features, int tileFeatures, int sharedBytes) {
-        int perBlock = rows == 1 ? SINGLE_ROW_WARPS : tileFeatures;
-        int perSm = rows == 1 ? 2 : rows > 8 ? 2 : 4;
-        int blocks = Math.max(1, Math.min((features + perBlock - 1) / perBlock, perSm * multiprocessors));
-        int threads = rows == 1 ? 32 * SINGLE_ROW_WARPS : PROJECTION_THREADS;
-        return LaunchConfig.of(Dim3.of(blocks), Dim3.of(threads), sharedBytes);
+        int perSm = rows > 8 ? 2 : 4;
+        int blocks = Math.max(1, Math.min((features + tileFeatures - 1) / tileFeatures, perSm * multiprocessors));
+        return LaunchConfig.of(Dim3.of(blocks), Dim3.of(PROJECTION_THREADS), sharedBytes);
     }
 
     /** Shared memory for {@code rows} normalized rows, each padded by 16 bytes. */
