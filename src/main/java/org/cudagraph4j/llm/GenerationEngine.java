@@ -79,7 +79,8 @@ public final class GenerationEngine implements AutoCloseable {
      * @param maxNewTokens the most tokens to make, at least 1; prompt and tokens must fit the decoder's
      *     {@code maxSequence}
      * @param sampling how to pick tokens
-     * @param listener receives each token as it is made, on the scheduler thread; null for none
+     * @param listener receives each token as it is made, on the scheduler thread, with sequence 0 (a request
+     *     is one sequence); null for none
      * @return the request's handle
      * @throws IllegalArgumentException if the prompt or the limit does not fit the decoder
      * @throws IllegalStateException if the queue is full, or the engine is closed or has failed

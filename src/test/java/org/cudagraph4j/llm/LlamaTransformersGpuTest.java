@@ -58,11 +58,9 @@ class LlamaTransformersGpuTest {
             try (LlamaDecoder decoder = LlamaDecoder.load(TestData.device(), folder, 1, tokens.length + 1)) {
                 float[][] ours = decoder.scoreLogits(prompt, Arrays.copyOf(forced, steps));
                 assertEquals(fp32.length, ours.length);
-                double worstRatio = 0;
                 for (int s = 0; s < ours.length; s++) {
                     double oursError = LlamaDecoderGpuTest.relativeL2(ours[s], fp32[s]);
                     double theirs = LlamaDecoderGpuTest.relativeL2(bf16[s], fp32[s]);
-                    worstRatio = Math.max(worstRatio, oursError / theirs);
                     assertTrue(oursError <= theirs, folder.getFileName() + " step " + s + ": relative L2 error "
                             + oursError + " against FP32, transformers' BF16 run has " + theirs);
                     assertTrue(overlap(top(ours[s], 10), top(fp32[s], 10)) >= 8, "step " + s + ": top-10 sets differ");
@@ -73,8 +71,6 @@ class LlamaTransformersGpuTest {
                         assertEquals(best[0], LlamaDecoderGpuTest.argmax(ours[s]), "step " + s + ": argmax");
                     }
                 }
-                System.out.printf("%s: %d steps, our relative L2 error against FP32 at most %.2f of transformers'"
-                        + " BF16 error%n", folder.getFileName(), ours.length, worstRatio);
             }
         }
     }
