@@ -50,10 +50,10 @@ class LlamaCpuReferenceTest {
                 float[] want = expected.data().asSlice(4L * r * vocab, 4L * vocab)
                         .toArray(ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN));
                 float[] got = logits[first + r];
-                double error = LlamaDecoderGpuTest.relativeL2(got, want);
+                double error = Logits.relativeL2(got, want);
                 // Both are FP32 computations of the same BF16 weights; they differ in summation order only.
                 assertTrue(error < 1e-5, "row " + r + ": relative L2 error " + error);
-                assertEquals(LlamaDecoderGpuTest.argmax(want), LlamaDecoderGpuTest.argmax(got), "row " + r);
+                assertEquals(Logits.argmax(want), Logits.argmax(got), "row " + r);
             }
             assertTrue(Arrays.stream(tokens).allMatch(t -> t >= 0 && t < vocab));
         }

@@ -50,28 +50,6 @@ class LlamaDecoderGpuTest {
         return tokens;
     }
 
-    /** ||a - b|| / ||b||. */
-    static double relativeL2(float[] a, float[] b) {
-        double num = 0;
-        double den = 0;
-        for (int i = 0; i < a.length; i++) {
-            double d = a[i] - b[i];
-            num += d * d;
-            den += (double) b[i] * b[i];
-        }
-        return Math.sqrt(num / den);
-    }
-
-    static int argmax(float[] values) {
-        int best = 0;
-        for (int i = 1; i < values.length; i++) {
-            if (values[i] > values[best]) {
-                best = i;
-            }
-        }
-        return best;
-    }
-
     private void checkAgainstCpu(LlamaConfig config, boolean sharded) {
         Path checkpoint = write(config, sharded);
         // 21 prompt tokens: a chunk of 16 rows and one of 5; then 6 single-row decode steps.
@@ -89,7 +67,7 @@ class LlamaDecoderGpuTest {
             assertEquals(continuation.length + 1, actual.length);
             for (int s = 0; s < actual.length; s++) {
                 float[] want = expected[prompt.length - 1 + s];
-                double error = relativeL2(actual[s], want);
+                double error = Logits.relativeL2(actual[s], want);
                 // BF16 rounding of the projections' inputs (2^-9 relative each) through a few layers.
                 assertTrue(error < 2e-2, "step " + s + ": relative L2 error " + error);
             }
@@ -117,7 +95,7 @@ class LlamaDecoderGpuTest {
             assertEquals(12, generated.length);
             float[][] logits = decoder.scoreLogits(prompt, java.util.Arrays.copyOf(generated, generated.length - 1));
             for (int s = 0; s < generated.length; s++) {
-                assertEquals(argmax(logits[s]), generated[s], "token " + s);
+                assertEquals(Logits.argmax(logits[s]), generated[s], "token " + s);
             }
         }
     }

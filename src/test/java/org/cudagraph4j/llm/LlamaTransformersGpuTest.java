@@ -59,16 +59,16 @@ class LlamaTransformersGpuTest {
                 float[][] ours = decoder.scoreLogits(prompt, Arrays.copyOf(forced, steps));
                 assertEquals(fp32.length, ours.length);
                 for (int s = 0; s < ours.length; s++) {
-                    double oursError = LlamaDecoderGpuTest.relativeL2(ours[s], fp32[s]);
-                    double theirs = LlamaDecoderGpuTest.relativeL2(bf16[s], fp32[s]);
+                    double oursError = Logits.relativeL2(ours[s], fp32[s]);
+                    double theirs = Logits.relativeL2(bf16[s], fp32[s]);
                     assertTrue(oursError <= theirs, folder.getFileName() + " step " + s + ": relative L2 error "
                             + oursError + " against FP32, transformers' BF16 run has " + theirs);
-                    assertTrue(overlap(top(ours[s], 10), top(fp32[s], 10)) >= 8, "step " + s + ": top-10 sets differ");
-                    int[] best = top(fp32[s], 2);
+                    assertTrue(overlap(Logits.top(ours[s], 10), Logits.top(fp32[s], 10)) >= 8, "step " + s + ": top-10 sets differ");
+                    int[] best = Logits.top(fp32[s], 2);
                     double margin = fp32[s][best[0]] - fp32[s][best[1]];
                     double bound = 2 * (maxAbsDiff(ours[s], fp32[s]) + maxAbsDiff(bf16[s], fp32[s]));
                     if (margin > bound) {
-                        assertEquals(best[0], LlamaDecoderGpuTest.argmax(ours[s]), "step " + s + ": argmax");
+                        assertEquals(best[0], Logits.argmax(ours[s]), "step " + s + ": argmax");
                     }
                 }
             }
@@ -98,20 +98,6 @@ class LlamaTransformersGpuTest {
             max = Math.max(max, Math.abs(a[i] - b[i]));
         }
         return max;
-    }
-
-    /** The indices of the {@code k} largest values, largest first. */
-    static int[] top(float[] values, int k) {
-        Integer[] order = new Integer[values.length];
-        for (int i = 0; i < order.length; i++) {
-            order[i] = i;
-        }
-        Arrays.sort(order, (a, b) -> Float.compare(values[b], values[a]));
-        int[] out = new int[k];
-        for (int i = 0; i < k; i++) {
-            out[i] = order[i];
-        }
-        return out;
     }
 
     private static int overlap(int[] a, int[] b) {
