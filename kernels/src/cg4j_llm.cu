@@ -1,7 +1,8 @@
 // cudagraph4j kernels: the Llama decoder's extern "C" entry points, for org.cudagraph4j.llm
 // (DecoderKernels). The projections come in two row capacities (r8, r16: the most rows a launch
-// takes), launched with cg4j::llm::kThreads threads and R * (H + 8) * 2 bytes of dynamic shared
-// memory where they normalize; see kernels/README.md for the launch shapes.
+// takes), each launched with its own block (tensor_gemv.cuh's kQkvWarps and the rest) and
+// R * (H + 8) * 2 bytes of dynamic shared memory where they normalize; see kernels/README.md for the
+// launch shapes.
 #include "cg4j/llm/attention.cuh"
 #include "cg4j/llm/sampling.cuh"
 #include "cg4j/llm/tensor_gemv.cuh"
@@ -15,25 +16,29 @@ extern "C" __global__ void cg4j_llm_embed(const bf16 *table, const int *row_toke
   for (int i = threadIdx.x; i < H; i += blockDim.x) x[(long long)r * H + i] = __bfloat162float(row[i]);
 }
 
-#define CG4J_LLM_TENSOR_PROJECTIONS(R, TILES)                                                                        \
-  extern "C" __global__ void __launch_bounds__(cg4j::llm::kThreads) cg4j_llm_qkv_rope_mma_r##R(                     \
+/// A projection's launch bounds: 32 * WARPS threads, and blocks enough for 1024 threads an SM, so
+/// that each thread keeps at most 64 registers.
+#define CG4J_LLM_BOUNDS(WARPS) __launch_bounds__(32 * (WARPS), 32 / (WARPS))
+
+#define CG4J_LLM_TENSOR_PROJECTIONS(R, TILES)                                                                         \
+  extern "C" __global__ void CG4J_LLM_BOUNDS(cg4j::llm::kQkvWarps) cg4j_llm_qkv_rope_mma_r##R(                         \
       const float *x, const bf16 *norm, float eps, const bf16 *wq, const bf16 *wk, const bf16 *wv, const float2 *rope, \
       const int *row_pos, const int *row_slot, bf16 *q, bf16 *k_cache, bf16 *v_cache, int H, int NQ, int NKV, int D,  \
-      int maxSeq, int rows) {                                                                                        \
+      int maxSeq, int rows) {                                                                                         \
     cg4j::llm::qkv_rope_tc<TILES>(x, norm, eps, wq, wk, wv, rope, row_pos, row_slot, q, k_cache, v_cache, H, NQ, NKV, \
-                                  D, maxSeq, rows);                                                                  \
-  }                                                                                                                  \
-  extern "C" __global__ void __launch_bounds__(cg4j::llm::kThreads)                                                  \
-      cg4j_llm_residual_mma_r##R(const bf16 *in, const bf16 *w, float *x, int N, int K, int rows) {                   \
-    cg4j::llm::residual_tc<TILES>(in, w, x, N, K, rows);                                                             \
-  }                                                                                                                  \
-  extern "C" __global__ void __launch_bounds__(cg4j::llm::kThreads) cg4j_llm_gate_up_mma_r##R(                      \
+                                  D, maxSeq, rows);                                                                   \
+  }                                                                                                                   \
+  extern "C" __global__ void CG4J_LLM_BOUNDS(cg4j::llm::kResidualWarps) cg4j_llm_residual_mma_r##R(                    \
+      const bf16 *in, const bf16 *w, float *x, int N, int K, int rows) {                                              \
+    cg4j::llm::residual_tc<TILES>(in, w, x, N, K, rows);                                                              \
+  }                                                                                                                   \
+  extern "C" __global__ void CG4J_LLM_BOUNDS(cg4j::llm::kGateUpWarps) cg4j_llm_gate_up_mma_r##R(                       \
       const float *x, const bf16 *norm, float eps, const bf16 *wg, const bf16 *wu, bf16 *h, int H, int I, int rows) {  \
-    cg4j::llm::gate_up_tc<TILES>(x, norm, eps, wg, wu, h, H, I, rows);                                               \
-  }                                                                                                                  \
-  extern "C" __global__ void __launch_bounds__(cg4j::llm::kThreads) cg4j_llm_lm_head_mma_r##R(                      \
+    cg4j::llm::gate_up_tc<TILES>(x, norm, eps, wg, wu, h, H, I, rows);                                                \
+  }                                                                                                                   \
+  extern "C" __global__ void CG4J_LLM_BOUNDS(cg4j::llm::kLmHeadWarps) cg4j_llm_lm_head_mma_r##R(                       \
       const float *x, const bf16 *norm, float eps, const bf16 *w, float *logits, int V, int H, int rows) {            \
-    cg4j::llm::lm_head_tc<TILES>(x, norm, eps, w, logits, V, H, rows);                                               \
+    cg4j::llm::lm_head_tc<TILES>(x, norm, eps, w, logits, V, H, rows);                                                \
   }
 
 CG4J_LLM_TENSOR_PROJECTIONS(8, 1)

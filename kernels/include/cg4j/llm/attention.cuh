@@ -1,4 +1,4 @@
-// cudagraph4j kernels: decode attention over the KV cache, for org.cudagraph4j.llm. One block of 128
+// cudagraph4j kernels: decode attention over the KV cache, for org.cudagraph4j.llm. One block of 256
 // threads per (query head, row): the row attends to its slot's cached positions 0..pos (its own k and
 // v were written by the QKV projection before this kernel runs), with grouped-query attention (query
 // head h reads kv head h / (NQ / NKV)). Scores live in dynamic shared memory (4 bytes a position), so
@@ -10,7 +10,7 @@
 namespace cg4j {
 namespace llm {
 
-constexpr int kAttentionThreads = 128;
+constexpr int kAttentionThreads = 256;
 
 template <int D>
 __device__ __forceinline__ void attention(const bf16 *q, const bf16 *k_cache, const bf16 *v_cache, const int *row_pos,
@@ -81,7 +81,7 @@ __device__ __forceinline__ void attention(const bf16 *q, const bf16 *k_cache, co
   float acc[kVector];
 #pragma unroll
   for (int e = 0; e < kVector; ++e) acc[e] = 0.0f;
-#pragma unroll 4
+#pragma unroll 8
   for (int p = group; p < length; p += kParallel) {
     const float weight = scores[p];
     const uint4 v = __ldg(reinterpret_cast<const uint4 *>(values + (long long)p * D) + seg);

@@ -18,9 +18,7 @@ namespace llm {
 
 using bf16 = __nv_bfloat16;
 
-constexpr int kWarps = 8;                ///< warps of a projection block, which split its K
-constexpr int kThreads = 32 * kWarps;    ///< threads of a projection block
-constexpr int kVector = 8;               ///< BF16 elements per 16-byte load
+constexpr int kVector = 8;  ///< BF16 elements per 16-byte load
 
 /// The low and high BF16 of a 32-bit pair, widened exactly (a BF16 is the top half of an FP32).
 __device__ __forceinline__ float low_bf16(unsigned pair) { return __uint_as_float(pair << 16); }
@@ -67,7 +65,7 @@ __device__ __forceinline__ Rows stage_rows(const float *x, const bf16 *weight, f
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   const int quads = H / 4;
   const float4 *x4 = reinterpret_cast<const float4 *>(x);
-  for (int r = warp; r < R; r += kWarps) {
+  for (int r = warp; r < R; r += blockDim.x / 32) {
     float s = 0.0f;
 #pragma unroll 4
     for (int i = lane; i < quads; i += 32) {

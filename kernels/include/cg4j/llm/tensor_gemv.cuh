@@ -1,13 +1,16 @@
 // cudagraph4j kernels: the decoder's projections on tensor cores, for up to 16 rows at once.
 //
-// A block owns a tile of 16 weight rows (features) and its 8 warps split K between them, 32 elements
+// A block owns a tile of 16 weight rows (features) and its warps split K between them, 32 elements
 // a chunk, chunks dealt round-robin; each warp multiplies its chunks with mma.sync.m16n8k16 (BF16 in,
 // FP32 accumulate) against the step's rows of x, up to 8 per n8 tile. Because a product's k order is
 // free as long as A and B agree, each lane loads 16 contiguous bytes of its two weight rows (g and
 // g + 8) and 16 contiguous bytes of its x row (g), and feeds them to two mmas: every load is a 16-byte
 // vector, and the weights stream through at the rate of the loads alone, whatever the row count. The
 // warps' partial sums meet in shared memory; the tile's 16 rows are chosen so that the epilogue's
-// pairs (a RoPE rotation's two halves, a gate row and its up row) land in one thread.
+// pairs (a RoPE rotation's two halves, a gate row and its up row) land in one thread. A block walks
+// its tiles with a stride, and each warp issues its next round of loads (of this tile or the next)
+// before it multiplies the pieces it holds, so that weights keep streaming across the tiles'
+// reductions.
 #pragma once
 
 #include "decoder.cuh"
@@ -16,6 +19,15 @@ namespace cg4j {
 namespace llm {
 
 constexpr int kChunkK = 32;  ///< K elements a warp takes per step: 16 bytes per lane of 4 lanes a row
+
+/// Warps per block of each projection, as measured best on the H200 (kernels/PERFORMANCE.md). The
+/// output and down projections have few tiles (2048 features are 128 tiles, a block per SM), so their
+/// blocks split K over 32 warps to keep enough weight loads in flight on each SM. Every projection's
+/// launch bounds hold it to 64 registers a thread, so that 1024 threads' registers fit an SM.
+constexpr int kQkvWarps = 16;
+constexpr int kResidualWarps = 32;
+constexpr int kGateUpWarps = 16;
+constexpr int kLmHeadWarps = 16;
 
 /// D += A B for one m16n8k16 BF16 product with FP32 accumulation.
 __device__ __forceinline__ void mma_bf16(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
@@ -27,50 +39,12 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], unsigned a0, unsigned a1
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-/// This warp's share of a 16-row tile times the R rows: chunks warp, warp + 8, ... of K. lo is the
-/// weight row of lane group g (lane / 4), hi that of g + 8. acc[t] holds tile t's C fragment: rows
-/// (g, g + 8) by x rows (8t + 2 (lane % 4), + 1).
-template <int Tiles>
-__device__ __forceinline__ void tile_dots(const bf16 *lo, const bf16 *hi, const Rows &x, int K, int R,
-                                          float (&acc)[Tiles][4]) {
-  constexpr int Unroll = 4;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-  const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int j = 0; j < Tiles; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-  const uint4 *lo4 = reinterpret_cast<const uint4 *>(lo);
-  const uint4 *hi4 = reinterpret_cast<const uint4 *>(hi);
-  const int chunks = K / kChunkK;
-  for (int c0 = warp; c0 < chunks; c0 += kWarps * Unroll) {
-    uint4 a_lo[Unroll], a_hi[Unroll];
-#pragma unroll
-    for (int u = 0; u < Unroll; ++u) {
-      const int c = c0 + u * kWarps;
-      const bool in = c < chunks;
-      a_lo[u] = in ? load_streaming(lo4 + c * 4 + t) : make_uint4(0, 0, 0, 0);
-      a_hi[u] = in ? load_streaming(hi4 + c * 4 + t) : make_uint4(0, 0, 0, 0);
-    }
-#pragma unroll
-    for (int u = 0; u < Unroll; ++u) {
-      const int c = c0 + u * kWarps;
-      if (c < chunks) {
-#pragma unroll
-        for (int j = 0; j < Tiles; ++j) {
-          const int r = j * 8 + g;
-          const uint4 b = r < R ? x.load(r, c * 4 + t) : make_uint4(0, 0, 0, 0);
-          mma_bf16(acc[j], a_lo[u].x, a_hi[u].x, a_lo[u].y, a_hi[u].y, b.x, b.y);
-          mma_bf16(acc[j], a_lo[u].z, a_hi[u].z, a_lo[u].w, a_hi[u].w, b.z, b.w);
-        }
-      }
-    }
-  }
-}
-
-/// Sums the 8 warps' fragments in shared memory and calls epilogue(g, r, lo_sum, hi_sum) for every
+/// Sums the warps' fragments in shared memory and calls epilogue(g, r, lo_sum, hi_sum) for every
 /// lane group g < 8 and row r < R (by 8 * R threads), then syncs so the buffer can be reused.
-template <int Tiles, class Epilogue>
+template <int Tiles, int Warps, class Epilogue>
 __device__ __forceinline__ void reduce_tile(const float (&acc)[Tiles][4], int R, Epilogue epilogue) {
-  __shared__ float partial[kWarps][16][Tiles * 8];
+  __shared__ float partial[Warps][16][Tiles * 8];
+  const int warps = blockDim.x / 32;
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
@@ -85,13 +59,83 @@ __device__ __forceinline__ void reduce_tile(const float (&acc)[Tiles][4], int R,
     const int group = threadIdx.x / R, r = threadIdx.x - group * R;
     float lo = 0.0f, hi = 0.0f;
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
+    for (int w = 0; w < warps; ++w) {
       lo += partial[w][group][r];
       hi += partial[w][group + 8][r];
     }
     epilogue(group, r, lo, hi);
   }
   __syncthreads();
+}
+
+/// Weight pieces a lane holds: Unroll chunks of its two rows, 16 bytes of each.
+template <int Unroll>
+struct WeightPieces {
+  uint4 lo[Unroll], hi[Unroll];
+};
+
+/// A block's walk over its tiles (blockIdx.x, then every gridDim.x-th), each a 16-row tile times
+/// the R rows of x, by a block of up to Warps warps (its launch bound; the loops take the warps the
+/// block has, so a smaller block is slower, never wrong). A tile takes `rounds` rounds of Unroll
+/// chunks a warp (chunks warp, warp + warps, ... of K); a warp issues the loads of its next round, of this tile or the next, before it
+/// multiplies the pieces it holds, so that its loads stay in flight across rounds and across the
+/// tiles' reductions. rows_of(tile, g, lo, hi) points lo and hi at the weight rows that lane group g
+/// multiplies (the tile's rows g and g + 8); epilogue(tile, group, r, lo_sum, hi_sum) stores a
+/// tile's sums, as reduce_tile calls it.
+template <int Tiles, int Warps, class RowsOf, class Epilogue>
+__device__ __forceinline__ void stream_tiles(int tiles, const Rows &x, int K, int R, RowsOf rows_of,
+                                             Epilogue epilogue) {
+  constexpr int Unroll = 2;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  const int g = lane >> 2, t = lane & 3;
+  const int chunks = K / kChunkK;
+  const int rounds = (chunks + warps * Unroll - 1) / (warps * Unroll);
+  auto load = [&](WeightPieces<Unroll> &pieces, int tile, int round) {
+    const bf16 *lo, *hi;
+    rows_of(tile, g, lo, hi);
+    const uint4 *lo4 = reinterpret_cast<const uint4 *>(lo), *hi4 = reinterpret_cast<const uint4 *>(hi);
+#pragma unroll
+    for (int u = 0; u < Unroll; ++u) {
+      const int c = (round * Unroll + u) * warps + warp;
+      const bool in = c < chunks;
+      pieces.lo[u] = in ? load_streaming(lo4 + c * 4 + t) : make_uint4(0, 0, 0, 0);
+      pieces.hi[u] = in ? load_streaming(hi4 + c * 4 + t) : make_uint4(0, 0, 0, 0);
+    }
+  };
+  float acc[Tiles][4] = {};
+  WeightPieces<Unroll> held, next;
+  int tile = blockIdx.x, round = 0;
+  if (tile < tiles) load(held, tile, 0);
+  while (tile < tiles) {
+    int next_tile = tile, next_round = round + 1;
+    if (next_round == rounds) {
+      next_round = 0;
+      next_tile += gridDim.x;
+    }
+    if (next_tile < tiles) load(next, next_tile, next_round);
+#pragma unroll
+    for (int u = 0; u < Unroll; ++u) {
+      const int c = (round * Unroll + u) * warps + warp;
+      if (c < chunks) {
+#pragma unroll
+        for (int j = 0; j < Tiles; ++j) {
+          const int r = j * 8 + g;
+          const uint4 b = r < R ? x.load(r, c * 4 + t) : make_uint4(0, 0, 0, 0);
+          mma_bf16(acc[j], held.lo[u].x, held.hi[u].x, held.lo[u].y, held.hi[u].y, b.x, b.y);
+          mma_bf16(acc[j], held.lo[u].z, held.hi[u].z, held.lo[u].w, held.hi[u].w, b.z, b.w);
+        }
+      }
+    }
+    if (next_round == 0) {
+      reduce_tile<Tiles, Warps>(acc, R,
+                                [&](int group, int r, float lo, float hi) { epilogue(tile, group, r, lo, hi); });
+#pragma unroll
+      for (int j = 0; j < Tiles; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    }
+    held = next;
+    tile = next_tile;
+    round = next_round;
+  }
 }
 
 /// Row `row` of a [rows, K] matrix, or its last row for tile rows past the end: read in bounds, and
@@ -108,7 +152,6 @@ __device__ __forceinline__ void qkv_rope_tc(const float *x, const bf16 *norm, fl
   const int half = D / 2;
   const int per_head = half / 8;  // tiles of a head: 8 rotation pairs each
   const int tiles = (NQ + 2 * NKV) * per_head;
-  const int g = (threadIdx.x & 31) >> 2;
   // Tile row j: rotation pair i0 + j % 8, its first half for j < 8, its second for j >= 8.
   auto row_of = [&](int tile, int j) {
     const int head = tile / per_head, i = (tile - head * per_head) * 8 + j % 8 + (j < 8 ? 0 : half);
@@ -118,81 +161,82 @@ __device__ __forceinline__ void qkv_rope_tc(const float *x, const bf16 *norm, fl
     return base + (long long)i * H;
   };
   const Rows in = stage_rows<Tiles * 8>(x, norm, eps, H, R);
-  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    float acc[Tiles][4];
-    tile_dots<Tiles>(row_of(tile, g), row_of(tile, g + 8), in, H, R, acc);
-    const int head = tile / per_head, i0 = (tile - head * per_head) * 8;
-    reduce_tile<Tiles>(acc, R, [&](int group, int r, float a, float b) {
-      const int i = i0 + group;
-      const int pos = row_pos[r];
-      if (head < NQ + NKV) {
-        const float2 cs = rope[(long long)min(pos, maxSeq - 1) * half + i];
-        const float ra = a * cs.x - b * cs.y, rb = b * cs.x + a * cs.y;
-        a = ra;
-        b = rb;
-      }
-      if (head < NQ) {
-        bf16 *q = q_out + ((long long)r * NQ + head) * D;
-        q[i] = __float2bfloat16_rn(a);
-        q[i + half] = __float2bfloat16_rn(b);
-      } else if (pos < maxSeq) {
-        const bool is_k = head < NQ + NKV;
-        const int kv_head = is_k ? head - NQ : head - NQ - NKV;
-        bf16 *cache = (is_k ? k_cache : v_cache) + cache_index(row_slot[r], kv_head, pos, 0, NKV, maxSeq, D);
-        cache[i] = __float2bfloat16_rn(a);
-        cache[i + half] = __float2bfloat16_rn(b);
-      }
-    });
-  }
+  stream_tiles<Tiles, kQkvWarps>(
+      tiles, in, H, R,
+      [&](int tile, int group, const bf16 *&lo, const bf16 *&hi) {
+        lo = row_of(tile, group);
+        hi = row_of(tile, group + 8);
+      },
+      [&](int tile, int group, int r, float a, float b) {
+        const int head = tile / per_head, i = (tile - head * per_head) * 8 + group;
+        const int pos = row_pos[r];
+        if (head < NQ + NKV) {
+          const float2 cs = rope[(long long)min(pos, maxSeq - 1) * half + i];
+          const float ra = a * cs.x - b * cs.y, rb = b * cs.x + a * cs.y;
+          a = ra;
+          b = rb;
+        }
+        if (head < NQ) {
+          bf16 *q = q_out + ((long long)r * NQ + head) * D;
+          q[i] = __float2bfloat16_rn(a);
+          q[i + half] = __float2bfloat16_rn(b);
+        } else if (pos < maxSeq) {
+          const bool is_k = head < NQ + NKV;
+          const int kv_head = is_k ? head - NQ : head - NQ - NKV;
+          bf16 *cache = (is_k ? k_cache : v_cache) + cache_index(row_slot[r], kv_head, pos, 0, NKV, maxSeq, D);
+          cache[i] = __float2bfloat16_rn(a);
+          cache[i + half] = __float2bfloat16_rn(b);
+        }
+      });
 }
 
 template <int Tiles>
 __device__ __forceinline__ void residual_tc(const bf16 *in, const bf16 *W, float *x, int N, int K, int R) {
-  const int tiles = (N + 15) / 16;
-  const int g = (threadIdx.x & 31) >> 2;
   const Rows rows{reinterpret_cast<const uint4 *>(in), K / kVector, false};
-  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const long long n0 = tile * 16LL;
-    float acc[Tiles][4];
-    tile_dots<Tiles>(row_in(W, n0 + g, N, K), row_in(W, n0 + g + 8, N, K), rows, K, R, acc);
-    reduce_tile<Tiles>(acc, R, [&](int group, int r, float lo, float hi) {
-      if (n0 + group < N) x[(long long)r * N + n0 + group] += lo;
-      if (n0 + group + 8 < N) x[(long long)r * N + n0 + group + 8] += hi;
-    });
-  }
+  stream_tiles<Tiles, kResidualWarps>(
+      (N + 15) / 16, rows, K, R,
+      [&](int tile, int group, const bf16 *&lo, const bf16 *&hi) {
+        lo = row_in(W, tile * 16LL + group, N, K);
+        hi = row_in(W, tile * 16LL + group + 8, N, K);
+      },
+      [&](int tile, int group, int r, float lo, float hi) {
+        const long long n0 = tile * 16LL;
+        if (n0 + group < N) x[(long long)r * N + n0 + group] += lo;
+        if (n0 + group + 8 < N) x[(long long)r * N + n0 + group + 8] += hi;
+      });
 }
 
 template <int Tiles>
 __device__ __forceinline__ void gate_up_tc(const float *x, const bf16 *norm, float eps, const bf16 *wg, const bf16 *wu,
                                            bf16 *h, int H, int I, int R) {
-  const int tiles = (I + 7) / 8;
-  const int g = (threadIdx.x & 31) >> 2;
   const Rows in = stage_rows<Tiles * 8>(x, norm, eps, H, R);
-  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const long long i0 = tile * 8LL;
-    float acc[Tiles][4];
-    tile_dots<Tiles>(row_in(wg, i0 + g, I, H), row_in(wu, i0 + g, I, H), in, H, R, acc);
-    reduce_tile<Tiles>(acc, R, [&](int group, int r, float gate, float up) {
-      if (i0 + group < I) h[(long long)r * I + i0 + group] = __float2bfloat16_rn(gate / (1.0f + __expf(-gate)) * up);
-    });
-  }
+  stream_tiles<Tiles, kGateUpWarps>(
+      (I + 7) / 8, in, H, R,
+      [&](int tile, int group, const bf16 *&gate, const bf16 *&up) {
+        gate = row_in(wg, tile * 8LL + group, I, H);
+        up = row_in(wu, tile * 8LL + group, I, H);
+      },
+      [&](int tile, int group, int r, float gate, float up) {
+        const long long i = tile * 8LL + group;
+        if (i < I) h[(long long)r * I + i] = __float2bfloat16_rn(gate / (1.0f + __expf(-gate)) * up);
+      });
 }
 
 template <int Tiles>
 __device__ __forceinline__ void lm_head_tc(const float *x, const bf16 *norm, float eps, const bf16 *W, float *logits,
                                            int V, int H, int R) {
-  const int tiles = (V + 15) / 16;
-  const int g = (threadIdx.x & 31) >> 2;
   const Rows in = stage_rows<Tiles * 8>(x, norm, eps, H, R);
-  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const long long v0 = tile * 16LL;
-    float acc[Tiles][4];
-    tile_dots<Tiles>(row_in(W, v0 + g, V, H), row_in(W, v0 + g + 8, V, H), in, H, R, acc);
-    reduce_tile<Tiles>(acc, R, [&](int group, int r, float lo, float hi) {
-      if (v0 + group < V) logits[(long long)r * V + v0 + group] = lo;
-      if (v0 + group + 8 < V) logits[(long long)r * V + v0 + group + 8] = hi;
-    });
-  }
+  stream_tiles<Tiles, kLmHeadWarps>(
+      (V + 15) / 16, in, H, R,
+      [&](int tile, int group, const bf16 *&lo, const bf16 *&hi) {
+        lo = row_in(W, tile * 16LL + group, V, H);
+        hi = row_in(W, tile * 16LL + group + 8, V, H);
+      },
+      [&](int tile, int group, int r, float lo, float hi) {
+        const long long v0 = tile * 16LL;
+        if (v0 + group < V) logits[(long long)r * V + v0 + group] = lo;
+        if (v0 + group + 8 < V) logits[(long long)r * V + v0 + group + 8] = hi;
+      });
 }
 
 }  // namespace llm

@@ -252,9 +252,23 @@ public final class CudaKernel {
         if (!Devices.supportsCooperativeLaunch(device.ordinal())) {
             throw new UnsupportedOperationException(device + " does not support cooperative launch");
         }
-        int perMultiprocessor = Libraries.maxActiveBlocksPerMultiprocessor(handle(), (int) block.volume(),
-                sharedMemBytes, symbol);
-        return perMultiprocessor * device.properties().multiprocessorCount();
+        return maxActiveBlocksPerMultiprocessor(device, block, sharedMemBytes) * device.properties().multiprocessorCount();
+    }
+
+    /**
+     * How many blocks of this kernel one multiprocessor of {@code device} keeps resident at once
+     * ({@code cudaOccupancyMaxActiveBlocksPerMultiprocessor}), given its registers, its static shared
+     * memory and {@code sharedMemBytes} of dynamic shared memory: what sizes a grid of blocks that
+     * walk the work with a stride.
+     *
+     * @param device the device to launch on
+     * @param block threads per block
+     * @param sharedMemBytes dynamic shared memory per block
+     * @return blocks per multiprocessor; 0 if such a block cannot run at all
+     */
+    public int maxActiveBlocksPerMultiprocessor(CudaDevice device, Dim3 block, int sharedMemBytes) {
+        Devices.use(device.ordinal());
+        return Libraries.maxActiveBlocksPerMultiprocessor(handle(), (int) block.volume(), sharedMemBytes, symbol);
     }
 
     /**

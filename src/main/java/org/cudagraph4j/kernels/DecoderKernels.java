@@ -39,18 +39,24 @@ public final class DecoderKernels implements AutoCloseable {
     /** The head dimensions attention is built for. */
     private static final int[] HEAD_DIMS = {64, 128};
 
-    private static final int PROJECTION_THREADS = 256;
-    private static final int ATTENTION_THREADS = 128;
+    /** Threads per block of each projection: its launch bound ({@code tensor_gemv.cuh}'s warps). */
+    private static final int QKV_THREADS = 512;
+    private static final int RESIDUAL_THREADS = 1024;
+    private static final int GATE_UP_THREADS = 512;
+    private static final int LM_HEAD_THREADS = 512;
+    private static final int ATTENTION_THREADS = 256;
     private static final int SAMPLE_THREADS = 1024;
 
     private final CudaLibrary library;
     private final String image;
+    private final CudaDevice device;
     private final int multiprocessors;
     private final int sharedMemOptin;
 
-    private DecoderKernels(CudaLibrary library, String image, DeviceProperties properties) {
+    private DecoderKernels(CudaLibrary library, String image, CudaDevice device, DeviceProperties properties) {
         this.library = library;
         this.image = image;
+        this.device = device;
         this.multiprocessors = properties.multiprocessorCount();
         this.sharedMemOptin = (int) properties.sharedMemPerBlockOptinBytes();
     }
@@ -66,7 +72,7 @@ public final class DecoderKernels implements AutoCloseable {
         DeviceProperties properties = device.properties();
         String image = KernelManifest.load().imageFor("llm.", properties.major(), properties.minor());
         CudaLibrary library = CudaLibrary.loadResource(DecoderKernels.class, KernelManifest.RESOURCE_DIR + image);
-        return new DecoderKernels(library, image, properties);
+        return new DecoderKernels(library, image, device, properties);
     }
 
     /** {@return the file loaded, e.g. {@code cg4j_llm.sm_90.cubin}} */
@@ -165,9 +171,9 @@ public final class DecoderKernels implements AutoCloseable {
             DeviceBuffer wk, DeviceBuffer wv, DeviceBuffer rope, DeviceBuffer pos, DeviceBuffer slot, DeviceBuffer q,
             DeviceBuffer kCache, DeviceBuffer vCache, Shape shape) {
         int pairs = (shape.heads() + 2 * shape.kvHeads()) * shape.headDim() / 2;
-        return KernelLaunch.of(projection("cg4j_llm_qkv_rope", rows), projectionConfig(rows, pairs, 8,
-                stagedBytes(rows, shape.hidden())), x, norm, eps, wq, wk, wv, rope, pos, slot, q, kCache, vCache,
-                shape.hidden(), shape.heads(), shape.kvHeads(), shape.headDim(), shape.maxSequence(), rows);
+        return projectionLaunch("cg4j_llm_qkv_rope", rows, pairs, 8, QKV_THREADS, stagedBytes(rows, shape.hidden()), x,
+                norm, eps, wq, wk, wv, rope, pos, slot, q, kCache, vCache, shape.hidden(), shape.heads(),
+                shape.kvHeads(), shape.headDim(), shape.maxSequence(), rows);
     }
 
     /**
@@ -203,8 +209,8 @@ public final class DecoderKernels implements AutoCloseable {
      * @return the launch
      */
     public KernelLaunch residual(int rows, DeviceBuffer in, DeviceBuffer weight, DeviceBuffer x, int out, int inner) {
-        return KernelLaunch.of(projection("cg4j_llm_residual", rows), projectionConfig(rows, out, 16, 0), in, weight, x,
-                out, inner, rows);
+        return projectionLaunch("cg4j_llm_residual", rows, out, 16, RESIDUAL_THREADS, 0, in, weight, x, out, inner,
+                rows);
     }
 
     /**
@@ -223,8 +229,8 @@ public final class DecoderKernels implements AutoCloseable {
      */
     public KernelLaunch gateUp(int rows, DeviceBuffer x, DeviceBuffer norm, float eps, DeviceBuffer gate,
             DeviceBuffer up, DeviceBuffer h, int hidden, int intermediate) {
-        return KernelLaunch.of(projection("cg4j_llm_gate_up", rows), projectionConfig(rows, intermediate, 8,
-                stagedBytes(rows, hidden)), x, norm, eps, gate, up, h, hidden, intermediate, rows);
+        return projectionLaunch("cg4j_llm_gate_up", rows, intermediate, 8, GATE_UP_THREADS, stagedBytes(rows, hidden),
+                x, norm, eps, gate, up, h, hidden, intermediate, rows);
     }
 
     /**
@@ -242,8 +248,8 @@ public final class DecoderKernels implements AutoCloseable {
      */
     public KernelLaunch lmHead(int rows, DeviceBuffer x, DeviceBuffer norm, float eps, DeviceBuffer weight,
             DeviceBuffer logits, int vocabulary, int hidden) {
-        return KernelLaunch.of(projection("cg4j_llm_lm_head", rows), projectionConfig(rows, vocabulary, 16,
-                stagedBytes(rows, hidden)), x, norm, eps, weight, logits, vocabulary, hidden, rows);
+        return projectionLaunch("cg4j_llm_lm_head", rows, vocabulary, 16, LM_HEAD_THREADS, stagedBytes(rows, hidden),
+                x, norm, eps, weight, logits, vocabulary, hidden, rows);
     }
 
     /**
@@ -346,13 +352,16 @@ public final class DecoderKernels implements AutoCloseable {
     }
 
     /**
-     * A block per tile of {@code tileFeatures} features, at most four per multiprocessor (two above 8
-     * rows); the blocks walk the remaining tiles, so that a block normalizes its rows of x once.
+     * A projection's launch: a block per tile of {@code tileFeatures} features, at most as many as the
+     * device keeps resident at once; the blocks walk the remaining tiles, so that a block normalizes
+     * its rows of x once.
      */
-    private LaunchConfig projectionConfig(int rows, int features, int tileFeatures, int sharedBytes) {
-        int perSm = rows > 8 ? 2 : 4;
-        int blocks = Math.max(1, Math.min((features + tileFeatures - 1) / tileFeatures, perSm * multiprocessors));
-        return LaunchConfig.of(Dim3.of(blocks), Dim3.of(PROJECTION_THREADS), sharedBytes);
+    private KernelLaunch projectionLaunch(String prefix, int rows, int features, int tileFeatures, int threads,
+            int sharedBytes, Object... arguments) {
+        CudaKernel kernel = projection(prefix, rows);
+        int resident = kernel.maxActiveBlocksPerMultiprocessor(device, Dim3.of(threads), sharedBytes);
+        int blocks = Math.max(1, Math.min((features + tileFeatures - 1) / tileFeatures, resident * multiprocessors));
+        return KernelLaunch.of(kernel, LaunchConfig.of(Dim3.of(blocks), Dim3.of(threads), sharedBytes), arguments);
     }
 
     /** Shared memory for {@code rows} normalized rows, each padded by 16 bytes. */
