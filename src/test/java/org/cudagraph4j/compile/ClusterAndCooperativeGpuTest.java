@@ -155,6 +155,18 @@ class ClusterAndCooperativeGpuTest {
     }
 
     @Test
+    void residentBlocksPerMultiprocessorSizeTheCooperativeGridAndFallWithSharedMemory() {
+        CudaDevice device = TestData.device();
+        CudaKernel kernel = library.kernel("grid_sum");
+        Dim3 block = Dim3.of(256);
+        int perSm = kernel.maxActiveBlocksPerMultiprocessor(device, block, 0);
+        assertTrue(perSm >= 1 && perSm * 256 <= 2048, "blocks of 256 threads an SM keeps: " + perSm);
+        assertEquals(perSm * device.properties().multiprocessorCount(), kernel.maxCooperativeBlocks(device, block, 0));
+        int withShared = kernel.maxActiveBlocksPerMultiprocessor(device, block, 48 * 1024);
+        assertTrue(withShared >= 1 && withShared <= perSm, "with 48 KiB of shared memory each: " + withShared);
+    }
+
+    @Test
     void aCooperativeGridIsValidAndSynchronizesAndAnOversizedOneIsRefused() {
         CudaDevice device = TestData.device();
         CudaKernel kernel = library.kernel("grid_sum");
