@@ -44,7 +44,8 @@ class BundleIT {
         List<String> entries = run(List.of("tar", "-tJf", tarball.toString()));
 
         for (String expected : List.of("cudagraph4j-gpu-bundle/runtime/bin/java",
-                "cudagraph4j-gpu-bundle/bin/run-tests", "cudagraph4j-gpu-bundle/bin/run-benchmarks",
+                "cudagraph4j-gpu-bundle/bin/run-tests", "cudagraph4j-gpu-bundle/lib/logging.properties",
+                "cudagraph4j-gpu-bundle/bin/run-benchmarks",
                 "cudagraph4j-gpu-bundle/bin/soak", "cudagraph4j-gpu-bundle/bin/profile-benchmark",
                 "cudagraph4j-gpu-bundle/benchmarks/benchmarks.jar",
                 "cudagraph4j-gpu-bundle/benchmarks/benchmarks-tests.jar",
@@ -108,6 +109,9 @@ class BundleIT {
 
         assertTrue(output.stream().anyMatch(l -> l.matches(".*\\b0 tests failed.*")), String.join("\n", output));
         assertTrue(output.stream().anyMatch(l -> l.matches(".*\\b[1-9]\\d* tests successful.*")),
+                String.join("\n", output));
+        // What passing tests log stays out of the output (lib/logging.properties).
+        assertEquals(List.of(), output.stream().filter(l -> l.matches("(SEVERE|WARNING|INFO): .*")).toList(),
                 String.join("\n", output));
     }
 

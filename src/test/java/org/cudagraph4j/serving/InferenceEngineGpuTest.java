@@ -23,6 +23,7 @@ import org.cudagraph4j.Cuda;
 import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.GpuTest;
+import org.cudagraph4j.LogCapture;
 import org.cudagraph4j.TestData;
 import org.cudagraph4j.graph.GraphArchive;
 import org.cudagraph4j.kernels.Linear;
@@ -309,9 +310,15 @@ class InferenceEngineGpuTest {
     void anArchiveThatNoLongerFitsIsCapturedAgain(@TempDir Path dir) throws Exception {
         Files.write(dir.resolve("bucket-4.cg4j"), new byte[] {'n', 'o', 't', ' ', 'o', 'n', 'e'});
         ServingOptions options = ServingOptions.defaults().withLadder(LADDER).withLanes(1).withGraphArchives(dir);
-        try (InferenceEngine engine = InferenceEngine.start(device, WIDTH, WIDTH, InferenceEngineGpuTest::laneModel,
-                options)) {
+        try (LogCapture log = LogCapture.of(InferenceEngine.class.getName());
+                InferenceEngine engine = InferenceEngine.start(device, WIDTH, WIDTH, InferenceEngineGpuTest::laneModel,
+                        options)) {
             assertTrue(engine.captureReports().stream().noneMatch(CaptureReport::fromArchive));
+            LogCapture.Warning warning = log.onlyWarning();
+            assertEquals(System.Logger.Level.WARNING, warning.level());
+            String refused = "lane 0, bucket 4: " + dir.resolve("bucket-4.cg4j") + " cannot be used (";
+            assertTrue(warning.message().startsWith(refused)
+                    && warning.message().endsWith("); capturing the bucket again"), warning.message());
             float[] rows = TestData.randomFloats(3 * WIDTH, TestData.newSeed());
             float[] answer = engine.submit(rows).get(1, TimeUnit.MINUTES);
             double[] expected = reference(rows);

@@ -23,6 +23,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.cudagraph4j.InjectedErrors;
+import org.cudagraph4j.LogCapture;
 import org.cudagraph4j.error.CudaException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -272,8 +273,9 @@ class InferenceEngineTest {
         CudaException sticky = InjectedErrors.cudaException("cudaStreamSynchronize", 700, "cudaErrorIllegalAddress",
                 "an illegal memory access was encountered", "injected");
         lane.failure = input -> input[0] == 5000f ? recoverable : input[0] == 6000f ? sticky : null;
-        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes,
-                options().withLanes(1).withMaxWait(Duration.ZERO))) {
+        try (LogCapture log = LogCapture.of(InferenceEngine.class.getName());
+                InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes,
+                        options().withLanes(1).withMaxWait(Duration.ZERO))) {
             assertSame(recoverable, failureOf(engine.submit(rows(5, 2))));
             float[] after = rows(7, 4);
             assertArrayEquals(FakeLane.expected(after), engine.submit(after).get(20, TimeUnit.SECONDS));
@@ -285,6 +287,12 @@ class InferenceEngineTest {
             Throwable refused = failureOf(engine.submit(rows(8, 1)));
             assertInstanceOf(EngineUnhealthyException.class, refused);
             assertSame(sticky, refused.getCause());
+            // One error, logged as the engine turned unhealthy: none for the recoverable error or the refusal.
+            LogCapture.Warning unhealthy = log.onlyWarning();
+            assertEquals(System.Logger.Level.ERROR, unhealthy.level());
+            assertEquals("inference engine unhealthy; every later request fails. Restart the process",
+                    unhealthy.message());
+            assertSame(sticky, unhealthy.thrown());
         }
     }
 
@@ -368,9 +376,15 @@ class InferenceEngineTest {
             }
             return null;
         };
-        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes,
-                options().withLanes(1).withMaxWait(Duration.ZERO))) {
-            assertInstanceOf(AssertionError.class, failureOf(engine.submit(rows(5, 1))));
+        try (LogCapture log = LogCapture.of(InferenceEngine.class.getName());
+                InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, lanes,
+                        options().withLanes(1).withMaxWait(Duration.ZERO))) {
+            Throwable failure = failureOf(engine.submit(rows(5, 1)));
+            assertInstanceOf(AssertionError.class, failure);
+            LogCapture.Warning warning = log.onlyWarning();
+            assertEquals(System.Logger.Level.WARNING, warning.level());
+            assertEquals("a batch failed", warning.message());
+            assertSame(failure, warning.thrown());
             float[] input = rows(6, 3);
             assertArrayEquals(FakeLane.expected(input), engine.submit(input).get(20, TimeUnit.SECONDS));
         }
@@ -379,10 +393,16 @@ class InferenceEngineTest {
     @Test
     void anErrorOutsideTheLanesRunFailsItsBatchAndTheLaneKeepsServing() throws Exception {
         FakeLane lane = lanes(1).getFirst();
-        try (InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, List.of(lane),
-                options().withLanes(1).withMaxWait(Duration.ZERO))) {
-            lane.stagingError = new OutOfMemoryError("staging");
-            assertInstanceOf(OutOfMemoryError.class, failureOf(engine.submit(rows(1, 2))));
+        try (LogCapture log = LogCapture.of(InferenceEngine.class.getName());
+                InferenceEngine engine = new InferenceEngine(FakeLane.IN, FakeLane.OUT, List.of(lane),
+                        options().withLanes(1).withMaxWait(Duration.ZERO))) {
+            OutOfMemoryError staging = new OutOfMemoryError("staging");
+            lane.stagingError = staging;
+            assertSame(staging, failureOf(engine.submit(rows(1, 2))));
+            LogCapture.Warning warning = log.onlyWarning();
+            assertEquals(System.Logger.Level.WARNING, warning.level());
+            assertEquals("lane 0 failed serving a batch", warning.message());
+            assertSame(staging, warning.thrown());
             float[] input = rows(2, 3);
             assertArrayEquals(FakeLane.expected(input), engine.submit(input).get(20, TimeUnit.SECONDS));
         }

@@ -10,6 +10,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.cudagraph4j.LogCapture;
 import org.junit.jupiter.api.Test;
 
 class LifetimeTest {
@@ -169,12 +170,19 @@ class LifetimeTest {
     void anUnreachableOwnerIsFreedByTheCleaner() throws InterruptedException {
         AtomicInteger cleanerFrees = new AtomicInteger();
         Lifetime forgotten = new Lifetime(LiveCounters.Kind.EVENT, 0, "forgotten resource", cleanerFrees::incrementAndGet);
-        forgotten.watch(new Object());
-        for (int i = 0; i < 200 && cleanerFrees.get() == 0; i++) {
-            System.gc();
-            Thread.sleep(10);
+        try (LogCapture log = LogCapture.of("org.cudagraph4j")) {
+            forgotten.watch(new Object());
+            for (int i = 0; i < 200 && cleanerFrees.get() == 0; i++) {
+                System.gc();
+                Thread.sleep(10);
+            }
+            assertEquals(1, cleanerFrees.get());
+            // One warning, before the cleaner frees it (what other tests forgot may be warned of meanwhile).
+            List<String> warnings = log.warnings().stream().map(LogCapture.Warning::message)
+                    .filter(message -> message.startsWith("forgotten resource ")).toList();
+            assertEquals(List.of("forgotten resource was never closed; the cleaner frees it. Close it explicitly"
+                    + " (run with -D" + Lifetime.TRACK_PROPERTY + "=true to see where it was created)"), warnings);
         }
-        assertEquals(1, cleanerFrees.get());
         assertFalse(forgotten.isOpen());
         forgotten.close();
         assertEquals(1, cleanerFrees.get(), "close after the cleaner does nothing");
