@@ -6,13 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestReporter;
 
 @GpuTest
 class DeviceTest {
     @Test
-    void reportsPropertiesOfARealDevice() {
+    void reportsPropertiesOfARealDevice(TestReporter reporter) {
         DeviceProperties properties = TestData.device().properties();
-        System.out.println("device 0: " + properties);
+        reporter.publishEntry("device", properties.toString());
 
         assertFalse(properties.name().isBlank());
         assertTrue(properties.computeCapability() >= 80, "sm_80 or newer: " + properties.computeCapability());

@@ -16,6 +16,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestReporter;
 
 /**
  * Corrupted images (truncations, bit flips, header-field mutations: {@link ImageMutations}) of every
@@ -54,7 +55,7 @@ class ImageFuzzTest {
 
     @Test
     @Tag("fault") // its children may abort on purpose; under a sanitizer they would also take an hour
-    void corruptedImagesNeverCrashTheProcess() throws IOException, InterruptedException {
+    void corruptedImagesNeverCrashTheProcess(TestReporter reporter) throws IOException, InterruptedException {
         int count = Integer.getInteger(COUNT_PROPERTY, 1000);
         long seed = Long.getLong(SEED_PROPERTY, 20_251_129L);
         List<String> images = ImageMutations.shippedImages();
@@ -113,7 +114,7 @@ class ImageFuzzTest {
             }
         }
 
-        summaries.forEach(System.out::println);
+        summaries.forEach(summary -> reporter.publishEntry("fuzz", summary));
         assertEquals(List.of(), crashes, crashes.size() + " mutations crashed the process:\n  "
                 + String.join("\n  ", crashes.stream().map(Crash::toString).toList()));
         outcomes.forEach((image, counts) -> assertEquals(count,

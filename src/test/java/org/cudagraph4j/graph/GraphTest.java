@@ -301,7 +301,6 @@ class GraphTest {
             }
             try (graph) {
                 String diagram = graph.describe();
-                System.out.println(diagram);
                 assertTrue(diagram.contains("NODE 0: KERNEL"), diagram);
                 assertTrue(diagram.contains("NODE 1: KERNEL"), diagram);
                 assertTrue(diagram.contains("Kernel:     write_pattern"), diagram);

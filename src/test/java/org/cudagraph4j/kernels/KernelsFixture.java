@@ -34,8 +34,7 @@ final class KernelsFixture implements BeforeAllCallback, AfterAllCallback {
             close();
             throw e;
         }
-        System.out.println(context.getDisplayName() + ": loaded " + kernels.image() + " on "
-                + device.properties().name());
+        context.publishReportEntry("kernels", "loaded " + kernels.image() + " on " + device.properties().name());
     }
 
     @Override

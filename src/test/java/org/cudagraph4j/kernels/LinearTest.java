@@ -69,7 +69,6 @@ class LinearTest {
                 assertTrue(gemm.kernelInfo().name().startsWith("cg4j_simt_sgemm_f32_64x32x16_3_tnt"),
                         gemm.kernelInfo().name());
                 String diagram = graph.describe();
-                System.out.println(diagram);
                 assertTrue(diagram.contains("<<<{32,20},64,19200>>>") && diagram.contains("▼"), diagram);
 
                 dy.memset(0xFF);

@@ -7,6 +7,7 @@ import java.io.BufferedInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.io.PrintWriter;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.URI;
@@ -25,7 +26,9 @@ import java.util.concurrent.TimeUnit;
 import org.HdrHistogram.Histogram;
 import org.cudagraph4j.benchmarks.Cli;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
  * Unloaded latency over HTTP: one keep-alive connection per server, closed loop, one row per
@@ -48,6 +51,9 @@ public final class HttpLatency implements Callable<Integer> {
     private static final double TOLERANCE = 1e-4;
     private static final int POOL = 64;
     private static final List<String> ENCODINGS = List.of("binary", "json");
+
+    @Spec
+    private CommandSpec spec;
 
     @Option(names = "--target", required = true, description = "NAME=URL of a server, repeatable")
     Map<String, URI> targets = new LinkedHashMap<>();
@@ -84,8 +90,9 @@ public final class HttpLatency implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        PrintWriter err = spec.commandLine().getErr();
         if (requests < 1 || rounds < 1 || warmup < 0) {
-            System.err.println("HttpLatency: --requests and --rounds must be positive, --warmup not negative");
+            err.println("HttpLatency: --requests and --rounds must be positive, --warmup not negative");
             return 2;
         }
         MlpWeights weights = MlpWeights.load(model);
@@ -119,7 +126,7 @@ public final class HttpLatency implements Callable<Integer> {
                 }
             }
         } catch (IOException | IllegalStateException e) {
-            System.err.println("HttpLatency: " + e.getMessage());
+            err.println("HttpLatency: " + e.getMessage());
             return 1;
         } finally {
             for (Connection connection : connections.values()) {
@@ -133,7 +140,7 @@ public final class HttpLatency implements Callable<Integer> {
                     h.getValueAtPercentile(90) / 1e3, h.getValueAtPercentile(99) / 1e3,
                     h.getValueAtPercentile(99.9) / 1e3, h.getMaxValue() / 1e3, h.getMean() / 1e3, windows.get(key)));
         });
-        System.out.print(table(points));
+        spec.commandLine().getOut().append(table(points)).flush();
         if (json != null) {
             Map<String, Object> out = new LinkedHashMap<>();
             out.put("requestsPerRound", requests);
