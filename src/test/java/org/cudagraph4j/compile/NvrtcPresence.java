@@ -1,33 +1,46 @@
 package org.cudagraph4j.compile;
 
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
-
 import org.cudagraph4j.error.CudaRuntimeNotFoundException;
+import org.junit.jupiter.api.extension.BeforeEachCallback;
+import org.junit.jupiter.api.extension.ConditionEvaluationResult;
+import org.junit.jupiter.api.extension.ExecutionCondition;
+import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * Whether this JVM can open NVRTC; the compiler's tests need it, but no GPU. Without it they skip,
- * saying why, unless {@code -Dcudagraph4j.test.nvrtcRequired=true} (as {@code -Pnvrtc-redist}
- * sets) makes its absence a failure.
+ * Whether this JVM can open NVRTC; the compiler's tests need it, but no GPU. Without it they are
+ * skipped, the reason naming every place NVRTC was looked for, unless
+ * {@code -Dcudagraph4j.test.nvrtcRequired=true} (as {@code -Pnvrtc-redist} sets) makes its absence
+ * a failure. A test class that needs NVRTC is annotated {@code @ExtendWith(NvrtcPresence.class)}.
  */
-final class NvrtcPresence {
-    private static final String MISSING = missing();
+final class NvrtcPresence implements ExecutionCondition, BeforeEachCallback {
+    /** The places NVRTC was looked for, each with why it failed, on one line; null where it was found. */
+    private static final String NOT_FOUND = notFound();
+    private static final boolean REQUIRED = Boolean.getBoolean("cudagraph4j.test.nvrtcRequired");
 
-    private NvrtcPresence() {}
-
-    /** Skips the calling test, saying why, where NVRTC cannot be found. */
-    static void assumePresent() {
-        if (Boolean.getBoolean("cudagraph4j.test.nvrtcRequired") && MISSING != null) {
-            throw new AssertionError("NVRTC is required here and was not found: " + MISSING);
+    @Override
+    public ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {
+        if (NOT_FOUND == null) {
+            return ConditionEvaluationResult.enabled("NVRTC found");
         }
-        assumeTrue(MISSING == null, () -> "needs NVRTC (libnvrtc.so.13): " + MISSING);
+        if (REQUIRED) {
+            return ConditionEvaluationResult.enabled("NVRTC is required here");
+        }
+        return ConditionEvaluationResult.disabled("needs NVRTC (libnvrtc.so.13), not found here; tried " + NOT_FOUND);
     }
 
-    private static String missing() {
+    @Override
+    public void beforeEach(ExtensionContext context) {
+        if (NOT_FOUND != null) {
+            throw new AssertionError("NVRTC is required here and was not found; tried " + NOT_FOUND);
+        }
+    }
+
+    private static String notFound() {
         try {
             Program.nvrtcVersion();
             return null;
         } catch (CudaRuntimeNotFoundException e) {
-            return e.getMessage().lines().findFirst().orElse("not found");
+            return String.join("; ", e.attempts());
         }
     }
 }

@@ -15,8 +15,8 @@ import java.util.concurrent.Future;
 import org.cudagraph4j.internal.GeneratedBindingsTest;
 import org.cudagraph4j.internal.NvrtcLoader;
 import org.cudagraph4j.internal.image.ImageValidator;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * NVRTC from Java, with no GPU: sources compile to PTX and cubins that pass the library's image
@@ -24,6 +24,7 @@ import org.junit.jupiter.api.Test;
  * exception that names it. Skipped, saying so, where {@code libnvrtc.so.13} cannot be found
  * ({@code .ci/run} provides one).
  */
+@ExtendWith(NvrtcPresence.class)
 class ProgramTest {
     static final String SCALE = """
             template <typename T, int N>
@@ -40,11 +41,6 @@ class ProgramTest {
             }
             """;
     private static final ProgramOptions SM_90 = ProgramOptions.defaults().withArchitecture("sm_90");
-
-    @BeforeEach
-    void needsNvrtc() {
-        NvrtcPresence.assumePresent();
-    }
 
     @Test
     void everyAllowListedFunctionIsExportedByNvrtc() throws Exception {
