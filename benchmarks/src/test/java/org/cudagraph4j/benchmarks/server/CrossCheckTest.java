@@ -74,35 +74,14 @@ class CrossCheckTest {
     @Test
     void aServerThatHandsBackRowsInTheWrongOrderIsCaught() {
         MlpWeights model = MlpWeights.random(8, 2, 5);
-        InferenceBackend reversing = new InferenceBackend() {
-            @Override
-            public int inputWidth() {
-                return 8;
+        InferenceBackend reversing = new TestBackend(8, rows -> {
+            float[] answer = model.forward(rows);
+            float[] reversed = new float[answer.length];
+            for (int r = 0; r < answer.length / 8; r++) {
+                System.arraycopy(answer, r * 8, reversed, answer.length - (r + 1) * 8, 8);
             }
-
-            @Override
-            public int outputWidth() {
-                return 8;
-            }
-
-            @Override
-            public boolean ready() {
-                return true;
-            }
-
-            @Override
-            public CompletableFuture<float[]> infer(float[] rows) {
-                float[] answer = model.forward(rows);
-                float[] reversed = new float[answer.length];
-                for (int r = 0; r < answer.length / 8; r++) {
-                    System.arraycopy(answer, r * 8, reversed, answer.length - (r + 1) * 8, 8);
-                }
-                return CompletableFuture.completedFuture(reversed);
-            }
-
-            @Override
-            public void close() {}
-        };
+            return CompletableFuture.completedFuture(reversed);
+        });
         try (InferenceServer a = new InferenceServer("mlp", new CpuBackend(model), 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20));
              InferenceServer b = new InferenceServer("mlp", reversing, 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20))) {
             CrossCheck.Result result = CrossCheck.run(base(a), base(b), "mlp", List.of(1, 5), 1e-4, model, 7);

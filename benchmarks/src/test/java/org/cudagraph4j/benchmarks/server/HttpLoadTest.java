@@ -66,24 +66,9 @@ class HttpLoadTest {
 
     /** Serves one request at a time, 10 ms each, with room for 3 waiting; refuses more, as a full engine does. */
     private static InferenceBackend saturating() {
-        return new InferenceBackend() {
+        return new TestBackend(8) {
             private final ExecutorService one = Executors.newSingleThreadExecutor();
             private final Semaphore room = new Semaphore(4);
-
-            @Override
-            public int inputWidth() {
-                return 8;
-            }
-
-            @Override
-            public int outputWidth() {
-                return 8;
-            }
-
-            @Override
-            public boolean ready() {
-                return true;
-            }
 
             @Override
             public CompletableFuture<float[]> infer(float[] rows) {
@@ -130,31 +115,8 @@ class HttpLoadTest {
 
     @Test
     void aRunNeverHasMoreThanMaxInFlightOutstandingAndCountsTheRestAsNotSent() throws Exception {
-        InferenceBackend slow = new InferenceBackend() {
-            @Override
-            public int inputWidth() {
-                return 8;
-            }
-
-            @Override
-            public int outputWidth() {
-                return 8;
-            }
-
-            @Override
-            public boolean ready() {
-                return true;
-            }
-
-            @Override
-            public CompletableFuture<float[]> infer(float[] rows) {
-                return CompletableFuture.supplyAsync(rows::clone,
-                        CompletableFuture.delayedExecutor(300, java.util.concurrent.TimeUnit.MILLISECONDS));
-            }
-
-            @Override
-            public void close() {}
-        };
+        InferenceBackend slow = new TestBackend(8, rows -> CompletableFuture.supplyAsync(rows::clone,
+                CompletableFuture.delayedExecutor(300, java.util.concurrent.TimeUnit.MILLISECONDS)));
         try (InferenceServer server = new InferenceServer("mlp", slow, 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20))) {
             HttpLoad.Options options = new HttpLoad.Options(url(server), 8, List.of(200), 0.5, 10_000, 1, 1, false,
                     5, 8, 0, false, false);

@@ -16,8 +16,6 @@ import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
 import org.cudagraph4j.serving.EngineMetrics;
 import org.junit.jupiter.api.AfterEach;
@@ -221,30 +219,8 @@ class InferenceServerTest {
     void aSaturatedOrUnreadyBackendIsA503() throws Exception {
         server.close();
         boolean[] ready = {true};
-        InferenceBackend saturated = new InferenceBackend() {
-            @Override
-            public int inputWidth() {
-                return 4;
-            }
-
-            @Override
-            public int outputWidth() {
-                return 4;
-            }
-
-            @Override
-            public boolean ready() {
-                return ready[0];
-            }
-
-            @Override
-            public CompletableFuture<float[]> infer(float[] rows) {
-                return CompletableFuture.failedFuture(new RejectedExecutionException("the engine's queue is full"));
-            }
-
-            @Override
-            public void close() {}
-        };
+        InferenceBackend saturated = TestBackend.failing(4, () -> new RejectedExecutionException("the engine's queue is full"))
+                .readyWhile(() -> ready[0]);
         server = new InferenceServer("mlp", saturated, 0, ServerLimits.defaults().withMaxBodyBytes(4096));
         String request = "{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[1,4],\"data\":[1,2,3,4]}]}";
         HttpResponse<byte[]> full = infer(request);
@@ -265,35 +241,7 @@ class InferenceServerTest {
 
     /** A backend that answers nothing but its engine metrics. */
     static InferenceBackend withMetrics(EngineMetrics metrics) {
-        return new InferenceBackend() {
-            @Override
-            public int inputWidth() {
-                return 4;
-            }
-
-            @Override
-            public int outputWidth() {
-                return 4;
-            }
-
-            @Override
-            public boolean ready() {
-                return true;
-            }
-
-            @Override
-            public CompletableFuture<float[]> infer(float[] rows) {
-                return CompletableFuture.failedFuture(new IllegalStateException("not in this test"));
-            }
-
-            @Override
-            public Optional<EngineMetrics> metrics() {
-                return Optional.of(metrics);
-            }
-
-            @Override
-            public void close() {}
-        };
+        return TestBackend.failing(4, () -> new IllegalStateException("not in this test")).withMetrics(metrics);
     }
 
     @Test

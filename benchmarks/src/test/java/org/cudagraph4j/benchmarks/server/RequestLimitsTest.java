@@ -131,24 +131,13 @@ class RequestLimitsTest {
     }
 
     /** A backend that answers only when let go, to hold requests in flight. */
-    private static final class Gate implements InferenceBackend {
+    private static final class Gate extends TestBackend {
         final CountDownLatch open = new CountDownLatch(1);
         final CountDownLatch arrived = new CountDownLatch(2);
         final CpuBackend cpu = new CpuBackend(MODEL);
 
-        @Override
-        public int inputWidth() {
-            return 512;
-        }
-
-        @Override
-        public int outputWidth() {
-            return 512;
-        }
-
-        @Override
-        public boolean ready() {
-            return true;
+        Gate() {
+            super(512);
         }
 
         @Override

@@ -30,21 +30,15 @@ class ShutdownTest {
     private static final MlpWeights MODEL = MlpWeights.random(4, 2, 9);
 
     /** Holds every request until opened; closing fails what it still holds, as the engine does. */
-    private static final class Held implements InferenceBackend {
+    private static final class Held extends TestBackend {
         final CountDownLatch open = new CountDownLatch(1);
         final AtomicInteger computed = new AtomicInteger();
         final List<CompletableFuture<float[]>> pending = new ArrayList<>();
         final ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor();
         volatile boolean closed;
 
-        @Override
-        public int inputWidth() {
-            return 4;
-        }
-
-        @Override
-        public int outputWidth() {
-            return 4;
+        Held() {
+            super(4);
         }
 
         @Override
