@@ -3,14 +3,12 @@ package org.cudagraph4j.benchmarks.server;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import org.cudagraph4j.ElementType;
 
 /**
  * The model on the CPU, one virtual thread per request, in its element type as
  * {@link MlpWeights#forward} computes it: for machines without a GPU, and for tests.
  */
-public final class CpuBackend implements InferenceBackend {
-    private final MlpWeights model;
+public final class CpuBackend extends MlpBackend {
     private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
 
     /**
@@ -19,22 +17,7 @@ public final class CpuBackend implements InferenceBackend {
      * @param model the weights
      */
     public CpuBackend(MlpWeights model) {
-        this.model = model;
-    }
-
-    @Override
-    public ElementType elementType() {
-        return model.elementType();
-    }
-
-    @Override
-    public int inputWidth() {
-        return model.inputWidth();
-    }
-
-    @Override
-    public int outputWidth() {
-        return model.outputWidth();
+        super(model);
     }
 
     @Override

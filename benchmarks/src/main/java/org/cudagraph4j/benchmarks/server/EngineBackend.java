@@ -5,7 +5,6 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import org.cudagraph4j.CudaDevice;
-import org.cudagraph4j.ElementType;
 import org.cudagraph4j.serving.EngineMetrics;
 import org.cudagraph4j.serving.InferenceEngine;
 import org.cudagraph4j.serving.ServingOptions;
@@ -16,8 +15,7 @@ import org.cudagraph4j.serving.ServingOptions;
  * {@link #infer(MemorySegment, MemorySegment)} go to the engine as they are, so a half-precision
  * request is never widened on the host.
  */
-public final class EngineBackend implements InferenceBackend {
-    private final MlpWeights model;
+public final class EngineBackend extends MlpBackend {
     private final ReplicatedMlp replicas;
     private final InferenceEngine engine;
 
@@ -29,7 +27,7 @@ public final class EngineBackend implements InferenceBackend {
      * @param options the engine's batching, capture and limits (its lanes are per device)
      */
     public EngineBackend(List<CudaDevice> devices, MlpWeights model, ServingOptions options) {
-        this.model = model;
+        super(model);
         this.replicas = new ReplicatedMlp(devices, model);
         try {
             this.engine = InferenceEngine.start(devices, model.elementType(), model.inputWidth(), model.outputWidth(),
@@ -43,21 +41,6 @@ public final class EngineBackend implements InferenceBackend {
     /** The engine, for its metrics and capture reports. */
     public InferenceEngine engine() {
         return engine;
-    }
-
-    @Override
-    public ElementType elementType() {
-        return model.elementType();
-    }
-
-    @Override
-    public int inputWidth() {
-        return model.inputWidth();
-    }
-
-    @Override
-    public int outputWidth() {
-        return model.outputWidth();
     }
 
     @Override
