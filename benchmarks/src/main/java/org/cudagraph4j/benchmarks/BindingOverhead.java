@@ -15,19 +15,11 @@ import org.cudagraph4j.cudart.cudart_h;
 import org.cudagraph4j.graph.CudaGraph;
 import org.cudagraph4j.graph.GraphExec;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
-import org.openjdk.jmh.annotations.Scope;
-import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * The cost of one runtime call, made three ways in one run: through this library's API
@@ -39,19 +31,13 @@ import org.openjdk.jmh.annotations.Warmup;
  * twins: {@code binding/cudaLaunchKernel}, {@code binding/cudaGraphLaunch},
  * {@code binding/cudaStreamQuery}, {@code binding/cudaGetLastError}.
  */
-@BenchmarkMode(Mode.SampleTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
-@Warmup(iterations = 2, time = 500, timeUnit = TimeUnit.MILLISECONDS)
-@Measurement(iterations = 5, time = 500, timeUnit = TimeUnit.MILLISECONDS)
-@Fork(value = 1, jvmArgs = "--enable-native-access=ALL-UNNAMED")
-@State(Scope.Thread)
-public class BindingOverhead {
+public class BindingOverhead extends GpuBenchmark {
     static final int BURST = 256;
 
     @Param({"api", "raw", "jni"})
     String binding;
 
-    private Gpu gpu;
     private CudaGraph graph;
     private GraphExec exec;
     private Calls calls;
@@ -67,9 +53,8 @@ public class BindingOverhead {
         void getLastError();
     }
 
-    @Setup(Level.Trial)
-    public void setUp() {
-        gpu = new Gpu();
+    @Override
+    void setUp() {
         graph = gpu.captureEmptyChain(1);
         exec = gpu.ready(graph);
         calls = switch (binding) {
@@ -86,11 +71,10 @@ public class BindingOverhead {
         gpu.stream.synchronize();
     }
 
-    @TearDown(Level.Trial)
-    public void tearDown() {
+    @Override
+    void tearDown() {
         exec.close();
         graph.close();
-        gpu.close();
     }
 
     @Benchmark

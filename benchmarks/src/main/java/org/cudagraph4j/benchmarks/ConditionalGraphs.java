@@ -20,15 +20,10 @@ import org.cudagraph4j.graph.GraphNode;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
-import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
-import org.openjdk.jmh.annotations.Scope;
-import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
@@ -60,9 +55,7 @@ public class ConditionalGraphs {
     static final int BUCKETS = 35;
 
     /** The bucket ladder both ways. */
-    @State(Scope.Thread)
-    public static class Buckets {
-        Gpu gpu;
+    public static class Buckets extends GpuState {
         ConditionalKernels kernels;
         PinnedBuffer hostIndex;
         DeviceBuffer index;
@@ -70,9 +63,8 @@ public class ConditionalGraphs {
         GraphExec switchExec;
         int next;
 
-        @Setup(Level.Trial)
-        public void setUp() {
-            gpu = new Gpu();
+        @Override
+        void setUp() {
             kernels = ConditionalKernels.load();
             hostIndex = Cuda.allocatePinned(Integer.BYTES);
             index = gpu.device.allocate(ElementType.INT32, 1);
@@ -128,25 +120,21 @@ public class ConditionalGraphs {
             return bucket;
         }
 
-        @TearDown(Level.Trial)
-        public void tearDown() {
-            gpu.stream.synchronize();
+        @Override
+        void tearDown() {
             perBucket.forEach(GraphExec::close);
             switchExec.close();
             index.close();
             hostIndex.close();
             kernels.close();
-            gpu.close();
         }
     }
 
     /** A counted loop both ways. */
-    @State(Scope.Thread)
-    public static class Loop {
+    public static class Loop extends GpuState {
         @Param({"1", "8", "64"})
         int iterations;
 
-        Gpu gpu;
         ConditionalKernels kernels;
         DeviceBuffer remaining;
         PinnedBuffer hostFlag;
@@ -154,9 +142,8 @@ public class ConditionalGraphs {
         GraphExec oneRound;
         final int[] count = new int[1];
 
-        @Setup(Level.Trial)
-        public void setUp() {
-            gpu = new Gpu();
+        @Override
+        void setUp() {
             kernels = ConditionalKernels.load();
             remaining = gpu.device.allocate(ElementType.INT32, 1);
             hostFlag = Cuda.allocatePinned(Integer.BYTES);
@@ -177,15 +164,13 @@ public class ConditionalGraphs {
             }
         }
 
-        @TearDown(Level.Trial)
-        public void tearDown() {
-            gpu.stream.synchronize();
+        @Override
+        void tearDown() {
             whileExec.close();
             oneRound.close();
             hostFlag.close();
             remaining.close();
             kernels.close();
-            gpu.close();
         }
     }
 

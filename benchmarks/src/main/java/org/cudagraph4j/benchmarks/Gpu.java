@@ -44,10 +44,17 @@ final class Gpu implements AutoCloseable {
 
     /** A chain of {@code n} empty-kernel nodes, captured from {@code n} launches. */
     CudaGraph captureEmptyChain(int n) {
-        try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
+        return capture(() -> {
             for (int i = 0; i < n; i++) {
                 empty.launch(stream, emptyLaunch, noArguments);
             }
+        });
+    }
+
+    /** The graph of what {@code work} launches on {@link #stream}, captured in global mode. */
+    CudaGraph capture(Runnable work) {
+        try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
+            work.run();
             return capture.end();
         }
     }
@@ -69,6 +76,12 @@ final class Gpu implements AutoCloseable {
         exec.upload(stream);
         stream.synchronize();
         return exec;
+    }
+
+    /** Launches {@code exec} and waits for it: one synchronized forward. */
+    void launchAndWait(GraphExec exec) {
+        exec.launch(stream);
+        stream.synchronize();
     }
 
     @Override

@@ -8,16 +8,10 @@ import org.cudagraph4j.graph.GraphArchive;
 import org.cudagraph4j.graph.GraphBindings;
 import org.cudagraph4j.graph.GraphExec;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
-import org.openjdk.jmh.annotations.Scope;
-import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
@@ -28,25 +22,19 @@ import org.openjdk.jmh.annotations.Warmup;
  * against the library), builds it and instantiates. Both end with an executable ready to launch,
  * closed in an untimed teardown.
  */
-@BenchmarkMode(Mode.SampleTime)
-@OutputTimeUnit(TimeUnit.MICROSECONDS)
 @Warmup(iterations = 1, time = 1, timeUnit = TimeUnit.SECONDS)
 @Measurement(iterations = 3, time = 1, timeUnit = TimeUnit.SECONDS)
-@Fork(value = 1, jvmArgs = "--enable-native-access=ALL-UNNAMED")
-@State(Scope.Thread)
-public class GraphArchiveLoad {
+public class GraphArchiveLoad extends GpuBenchmark {
     @Param({"10", "100", "1000"})
     int nodes;
 
-    private Gpu gpu;
     private byte[] archive;
     private List<CudaLibrary> libraries;
     private CudaGraph made;
     private GraphExec exec;
 
-    @Setup(Level.Trial)
-    public void setUp() {
-        gpu = new Gpu();
+    @Override
+    void setUp() {
         try (CudaGraph chain = gpu.captureEmptyChain(nodes)) {
             archive = GraphArchive.of(chain, new GraphBindings()).toBytes();
         }
@@ -65,10 +53,8 @@ public class GraphArchiveLoad {
         }
     }
 
-    @TearDown(Level.Trial)
-    public void tearDown() {
-        gpu.close();
-    }
+    @Override
+    void tearDown() {}
 
     @Benchmark
     public void captureAndInstantiate() {

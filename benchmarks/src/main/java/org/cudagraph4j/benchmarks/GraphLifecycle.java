@@ -1,6 +1,5 @@
 package org.cudagraph4j.benchmarks;
 
-import java.util.concurrent.TimeUnit;
 import org.cudagraph4j.Dim3;
 import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.LaunchConfig;
@@ -8,18 +7,9 @@ import org.cudagraph4j.graph.CudaGraph;
 import org.cudagraph4j.graph.GraphExec;
 import org.cudagraph4j.graph.GraphNode;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
-import org.openjdk.jmh.annotations.Scope;
-import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * What a graph costs to make and change, for chains of 10, 100 and 1000 empty-kernel nodes:
@@ -27,17 +17,10 @@ import org.openjdk.jmh.annotations.Warmup;
  * launch shape. Only the operation is timed; the graph or executable it makes is closed in an
  * untimed teardown. Native twin: {@code graph_lifecycle/{capture,instantiate,update_whole,update_node}/n}.
  */
-@BenchmarkMode(Mode.SampleTime)
-@OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Warmup(iterations = 2, time = 500, timeUnit = TimeUnit.MILLISECONDS)
-@Measurement(iterations = 5, time = 500, timeUnit = TimeUnit.MILLISECONDS)
-@Fork(value = 1, jvmArgs = "--enable-native-access=ALL-UNNAMED")
-@State(Scope.Thread)
-public class GraphLifecycle {
+public class GraphLifecycle extends GpuBenchmark {
     @Param({"10", "100", "1000"})
     int nodes;
 
-    private Gpu gpu;
     private CudaGraph template;
     private CudaGraph twin;
     private GraphExec exec;
@@ -47,9 +30,8 @@ public class GraphLifecycle {
     private CudaGraph captured;
     private GraphExec instantiated;
 
-    @Setup(Level.Trial)
-    public void setUp() {
-        gpu = new Gpu();
+    @Override
+    void setUp() {
         template = gpu.captureEmptyChain(nodes);
         twin = gpu.captureEmptyChain(nodes);
         exec = template.instantiate();
@@ -70,12 +52,11 @@ public class GraphLifecycle {
         }
     }
 
-    @TearDown(Level.Trial)
-    public void tearDown() {
+    @Override
+    void tearDown() {
         exec.close();
         twin.close();
         template.close();
-        gpu.close();
     }
 
     @Benchmark

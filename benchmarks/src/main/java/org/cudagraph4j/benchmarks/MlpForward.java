@@ -3,30 +3,14 @@ package org.cudagraph4j.benchmarks;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
-import java.util.concurrent.TimeUnit;
 import org.cudagraph4j.DeviceBuffer;
-import org.cudagraph4j.graph.CaptureMode;
-import org.cudagraph4j.graph.CudaGraph;
-import org.cudagraph4j.graph.GraphExec;
-import org.cudagraph4j.graph.StreamCapture;
 import org.cudagraph4j.kernels.Linear;
 import org.cudagraph4j.kernels.MathMode;
 import org.cudagraph4j.kernels.Mlp;
 import org.cudagraph4j.kernels.ShippedKernels;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
-import org.openjdk.jmh.annotations.Level;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OperationsPerInvocation;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
-import org.openjdk.jmh.annotations.Scope;
-import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.TearDown;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * The 16-layer MLP ({@code Linear(width, width)} + ReLU, FP32) through the library's {@link Mlp}
@@ -38,13 +22,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * grid is {@code -p width=512,1024,4096 -p batch=1,8,32,128,256}; {@code -p math=FP32,TF32X3} adds 3xTF32
  * on the tensor cores.
  */
-@BenchmarkMode(Mode.SampleTime)
-@OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Warmup(iterations = 2, time = 500, timeUnit = TimeUnit.MILLISECONDS)
-@Measurement(iterations = 5, time = 500, timeUnit = TimeUnit.MILLISECONDS)
-@Fork(value = 1, jvmArgs = "--enable-native-access=ALL-UNNAMED")
-@State(Scope.Thread)
-public class MlpForward {
+public class MlpForward extends EagerVersusGraph {
     static final int LAYERS = 16;
     static final int PIPELINED = 16;
 
@@ -61,18 +39,14 @@ public class MlpForward {
     @Param({"FP32"})
     MathMode math;
 
-    private Gpu gpu;
     private ShippedKernels kernels;
     private final List<DeviceBuffer> buffers = new ArrayList<>();
     private Mlp mlp;
     private DeviceBuffer x;
     private DeviceBuffer y;
-    private CudaGraph graph;
-    private GraphExec exec;
 
-    @Setup(Level.Trial)
-    public void setUp() {
-        gpu = new Gpu();
+    @Override
+    void prepare() {
         kernels = ShippedKernels.load(gpu.device);
         SplittableRandom random = new SplittableRandom(42);
         List<Linear> layers = new ArrayList<>();
@@ -86,35 +60,19 @@ public class MlpForward {
         mlp = new Mlp(kernels, layers, batch);
         x = random(batch * width, 1.0, random);
         y = gpu.device.allocateFloats((long) batch * width);
-        try (StreamCapture capture = StreamCapture.begin(gpu.stream, CaptureMode.GLOBAL)) {
-            mlp.forward(gpu.stream, batch, x, y, Linear.Mode.FUSED);
-            graph = capture.end();
-        }
-        exec = gpu.ready(graph);
     }
 
-    @TearDown(Level.Trial)
-    public void tearDown() {
-        gpu.stream.synchronize();
-        exec.close();
-        graph.close();
+    @Override
+    void forward() {
+        mlp.forward(gpu.stream, batch, x, y, Linear.Mode.FUSED);
+    }
+
+    @Override
+    void release() {
         mlp.close();
         y.close();
         buffers.forEach(DeviceBuffer::close);
         kernels.close();
-        gpu.close();
-    }
-
-    @Benchmark
-    public void eager() {
-        mlp.forward(gpu.stream, batch, x, y, Linear.Mode.FUSED);
-        gpu.stream.synchronize();
-    }
-
-    @Benchmark
-    public void graph() {
-        exec.launch(gpu.stream);
-        gpu.stream.synchronize();
     }
 
     @Benchmark

@@ -1,29 +1,15 @@
 package org.cudagraph4j.benchmarks;
 
 import java.util.SplittableRandom;
-import java.util.concurrent.TimeUnit;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.Dim3;
-import org.cudagraph4j.graph.CaptureMode;
 import org.cudagraph4j.graph.CudaGraph;
 import org.cudagraph4j.graph.GraphExec;
-import org.cudagraph4j.graph.StreamCapture;
 import org.cudagraph4j.kernels.Linear;
 import org.cudagraph4j.kernels.ShippedKernels;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
-import org.openjdk.jmh.annotations.Level;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
-import org.openjdk.jmh.annotations.Scope;
-import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.TearDown;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * The seed's torch.nn.Linear layer on the shipped kernels, L layers chained:
@@ -33,13 +19,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * layer) and fused (one). Each forward ends with a stream synchronization. Native twin:
  * {@code seed_linear/{eager,graph,fused_eager,fused_graph}/L}.
  */
-@BenchmarkMode(Mode.SampleTime)
-@OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Warmup(iterations = 2, time = 500, timeUnit = TimeUnit.MILLISECONDS)
-@Measurement(iterations = 5, time = 500, timeUnit = TimeUnit.MILLISECONDS)
-@Fork(value = 1, jvmArgs = "--enable-native-access=ALL-UNNAMED")
-@State(Scope.Thread)
-public class SeedLinear {
+public class SeedLinear extends GpuBenchmark {
     static final int BATCH = 2048;
     static final int FEATURES = 640;
     static final Dim3 SEED_EPILOGUE_GRID = Dim3.of(256, 2);
@@ -47,7 +27,6 @@ public class SeedLinear {
     @Param({"1", "16"})
     int layers;
 
-    private Gpu gpu;
     private ShippedKernels kernels;
     private DeviceBuffer[] activations;
     private DeviceBuffer[] weights;
@@ -58,9 +37,8 @@ public class SeedLinear {
     private GraphExec unfused;
     private GraphExec fused;
 
-    @Setup(Level.Trial)
-    public void setUp() {
-        gpu = new Gpu();
+    @Override
+    void setUp() {
         kernels = ShippedKernels.load(gpu.device);
         SplittableRandom random = new SplittableRandom(42);
         activations = new DeviceBuffer[layers + 1];
@@ -82,9 +60,8 @@ public class SeedLinear {
         fused = gpu.ready(fusedGraph);
     }
 
-    @TearDown(Level.Trial)
-    public void tearDown() {
-        gpu.stream.synchronize();
+    @Override
+    void tearDown() {
         unfused.close();
         fused.close();
         unfusedGraph.close();
@@ -97,7 +74,6 @@ public class SeedLinear {
             biases[l].close();
         }
         kernels.close();
-        gpu.close();
     }
 
     @Benchmark
@@ -108,8 +84,7 @@ public class SeedLinear {
 
     @Benchmark
     public void graph() {
-        unfused.launch(gpu.stream);
-        gpu.stream.synchronize();
+        gpu.launchAndWait(unfused);
     }
 
     @Benchmark
@@ -120,8 +95,7 @@ public class SeedLinear {
 
     @Benchmark
     public void fusedGraph() {
-        fused.launch(gpu.stream);
-        gpu.stream.synchronize();
+        gpu.launchAndWait(fused);
     }
 
     private void forward(CudaStream stream, Linear.Mode mode) {
@@ -131,10 +105,7 @@ public class SeedLinear {
     }
 
     private CudaGraph capture(Linear.Mode mode) {
-        try (StreamCapture capture = StreamCapture.begin(gpu.stream, CaptureMode.GLOBAL)) {
-            forward(gpu.stream, mode);
-            return capture.end();
-        }
+        return gpu.capture(() -> forward(gpu.stream, mode));
     }
 
     private DeviceBuffer random(int length, double bound, SplittableRandom random) {
