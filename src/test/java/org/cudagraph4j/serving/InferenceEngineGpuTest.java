@@ -78,9 +78,14 @@ class InferenceEngineGpuTest {
     }
 
     private static LaneModel laneModel(CudaDevice laneDevice) {
-        List<Linear> layers = List.of(new Linear(kernels, buffers.get(0), buffers.get(1), WIDTH, WIDTH),
-                new Linear(kernels, buffers.get(2), buffers.get(3), WIDTH, WIDTH));
-        return LaneModel.of(new Mlp(kernels, layers, LADDER.largest()), Linear.Mode.FUSED);
+        return laneModel(kernels, buffers);
+    }
+
+    /** The two-layer MLP on {@code on}, its weights and biases {@code w} as {@link #load()} lays them out. */
+    private static LaneModel laneModel(ShippedKernels on, List<DeviceBuffer> w) {
+        List<Linear> layers = List.of(new Linear(on, w.get(0), w.get(1), WIDTH, WIDTH),
+                new Linear(on, w.get(2), w.get(3), WIDTH, WIDTH));
+        return LaneModel.of(new Mlp(on, layers, LADDER.largest()), Linear.Mode.FUSED);
     }
 
     /** relu(relu(x W0ᵀ + b0) W1ᵀ + b1) in double, row by row. */
@@ -126,29 +131,7 @@ class InferenceEngineGpuTest {
             if (policy == CapturePolicy.EAGER) {
                 assertEquals(2 * LADDER.sizes().size(), engine.captureReports().size());
             }
-            List<Thread> threads = new ArrayList<>();
-            List<String> wrong = Collections.synchronizedList(new ArrayList<>());
-            for (int t = 0; t < threadCount; t++) {
-                int thread = t;
-                threads.add(Thread.ofVirtual().start(() -> {
-                    SplittableRandom random = new SplittableRandom(thread);
-                    ArrayDeque<Request> inFlight = new ArrayDeque<>();
-                    for (int r = 0; r < requestsPerThread; r++) {
-                        int[] rows = random.ints(random.nextInt(1, 301), 0, POOL_ROWS).toArray();
-                        inFlight.add(new Request(r, rows, r % 2 == 0 ? engine.submit(poolRows(rows))
-                                : intoBytes(engine, poolRows(rows))));
-                        if (inFlight.size() == 16 || r == requestsPerThread - 1) {
-                            while (!inFlight.isEmpty()) {
-                                check(inFlight.poll(), thread, wrong);
-                            }
-                        }
-                    }
-                }));
-            }
-            for (Thread thread : threads) {
-                thread.join();
-            }
-            assertTrue(wrong.isEmpty(), () -> wrong.size() + " wrong, first: " + wrong.getFirst());
+            loadFromThreads(engine, threadCount, requestsPerThread, 300);
             EngineMetrics metrics = engine.metrics();
             assertEquals((long) threadCount * requestsPerThread, metrics.completed());
             assertEquals(Map.of(device.ordinal(), metrics.batches()), metrics.batchesPerDevice());
@@ -157,6 +140,38 @@ class InferenceEngineGpuTest {
                 assertEquals(metrics.batches(), metrics.graphLaunches(), metrics.toString());
             }
         }
+    }
+
+    /**
+     * {@code threads} virtual threads submit {@code requestsPerThread} requests each, of 1 to
+     * {@code maxRows} rows drawn from the pool, every other one in the server's byte form, at most 16
+     * in flight per thread; every row of every answer must match its reference.
+     */
+    private static void loadFromThreads(InferenceEngine engine, int threads, int requestsPerThread, int maxRows)
+            throws InterruptedException {
+        List<Thread> started = new ArrayList<>();
+        List<String> wrong = Collections.synchronizedList(new ArrayList<>());
+        for (int t = 0; t < threads; t++) {
+            int thread = t;
+            started.add(Thread.ofVirtual().start(() -> {
+                SplittableRandom random = new SplittableRandom(thread);
+                ArrayDeque<Request> inFlight = new ArrayDeque<>();
+                for (int r = 0; r < requestsPerThread; r++) {
+                    int[] rows = random.ints(random.nextInt(1, maxRows + 1), 0, POOL_ROWS).toArray();
+                    inFlight.add(new Request(r, rows, r % 2 == 0 ? engine.submit(poolRows(rows))
+                            : intoBytes(engine, poolRows(rows))));
+                    if (inFlight.size() == 16 || r == requestsPerThread - 1) {
+                        while (!inFlight.isEmpty()) {
+                            check(inFlight.poll(), thread, wrong);
+                        }
+                    }
+                }
+            }));
+        }
+        for (Thread thread : started) {
+            thread.join();
+        }
+        assertTrue(wrong.isEmpty(), () -> wrong.size() + " wrong, first: " + wrong.getFirst());
     }
 
     private record Request(int index, int[] poolRows, CompletableFuture<float[]> answer) {}
@@ -196,39 +211,11 @@ class InferenceEngineGpuTest {
                     uploaded.add(TestData.upload(gpu, biases[l]));
                 }
             }
-            LaneModel.Factory models = gpu -> {
-                ShippedKernels own = kernelsOn.get(gpu);
-                List<DeviceBuffer> w = weightsOn.get(gpu);
-                return LaneModel.of(new Mlp(own, List.of(new Linear(own, w.get(0), w.get(1), WIDTH, WIDTH),
-                        new Linear(own, w.get(2), w.get(3), WIDTH, WIDTH)), LADDER.largest()), Linear.Mode.FUSED);
-            };
+            LaneModel.Factory models = gpu -> laneModel(kernelsOn.get(gpu), weightsOn.get(gpu));
             ServingOptions options = ServingOptions.defaults().withLadder(LADDER).withLanes(2)
                     .withMaxWait(Duration.ofNanos(100_000)).withRequestTimeout(Duration.ofMinutes(10));
             try (InferenceEngine engine = InferenceEngine.start(devices, WIDTH, WIDTH, models, options)) {
-                int requests = TestData.underSanitizer() ? 20 : 500;
-                List<Thread> threads = new ArrayList<>();
-                List<String> wrong = Collections.synchronizedList(new ArrayList<>());
-                for (int t = 0; t < 16; t++) {
-                    int thread = t;
-                    threads.add(Thread.ofVirtual().start(() -> {
-                        SplittableRandom random = new SplittableRandom(thread);
-                        ArrayDeque<Request> inFlight = new ArrayDeque<>();
-                        for (int r = 0; r < requests; r++) {
-                            int[] rows = random.ints(random.nextInt(1, 101), 0, POOL_ROWS).toArray();
-                            inFlight.add(new Request(r, rows, r % 2 == 0 ? engine.submit(poolRows(rows))
-                                : intoBytes(engine, poolRows(rows))));
-                            if (inFlight.size() == 16 || r == requests - 1) {
-                                while (!inFlight.isEmpty()) {
-                                    check(inFlight.poll(), thread, wrong);
-                                }
-                            }
-                        }
-                    }));
-                }
-                for (Thread thread : threads) {
-                    thread.join();
-                }
-                assertTrue(wrong.isEmpty(), () -> wrong.size() + " wrong, first: " + wrong.getFirst());
+                loadFromThreads(engine, 16, TestData.underSanitizer() ? 20 : 500, 100);
                 EngineMetrics metrics = engine.metrics();
                 assertEquals(devices.stream().map(CudaDevice::ordinal).toList(),
                         List.copyOf(metrics.batchesPerDevice().keySet()));
