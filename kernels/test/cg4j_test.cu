@@ -47,6 +47,8 @@ static void check_cublas(cublasStatus_t s, const char *what, int line) {
 #define CK(x) check_cuda((x), #x, __LINE__)
 #define CKB(x) check_cublas((x), #x, __LINE__)
 
+#include "host_data.cuh"
+
 // ------------------------------------------------------------------------------------------------
 // Manifest and library
 
@@ -183,44 +185,6 @@ static std::vector<GemmKernel> variants() {
 
 // ------------------------------------------------------------------------------------------------
 // Host data and reference
-
-struct Rng {
-  uint64_t s;
-  explicit Rng(uint64_t seed) : s(seed * 0x9E3779B97F4A7C15ull + 0x1234567ull) {}
-  uint32_t next() {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return (uint32_t)(s >> 16);
-  }
-  float uniform() { return (float)((next() & 0xFFFFFF) / double(0x1000000) * 2.0 - 1.0); }
-};
-
-static const uint32_t kPoisonBits = 0x7FC0DEADu;  // a quiet NaN with a recognisable payload
-static float poison() {
-  float f;
-  std::memcpy(&f, &kPoisonBits, 4);
-  return f;
-}
-static bool is_poison(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b == kPoisonBits;
-}
-static const int kGuard = 256;  // floats of guard zone after every output buffer
-
-struct DevBuf {
-  float *p = nullptr;
-  size_t n = 0;
-  explicit DevBuf(size_t count) : n(count) { CK(cudaMalloc(&p, std::max<size_t>(count, 1) * sizeof(float))); }
-  ~DevBuf() { cudaFree(p); }
-  void upload(const std::vector<float> &h) { CK(cudaMemcpy(p, h.data(), h.size() * 4, cudaMemcpyHostToDevice)); }
-  std::vector<float> download() const {
-    std::vector<float> h(n);
-    CK(cudaMemcpy(h.data(), p, n * 4, cudaMemcpyDeviceToHost));
-    return h;
-  }
-};
 
 static int g_failures = 0;
 static int g_checks = 0;

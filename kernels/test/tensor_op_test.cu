@@ -41,6 +41,8 @@ static void check_cublas(cublasStatus_t s, const char *what, int line) {
   }
 }
 
+#include "host_data.cuh"
+
 using cg4j::GemmShape;
 using cg4j::ThreadShape;
 using cg4j::arch::TensorMath;
@@ -140,46 +142,9 @@ SIMT_VARIANT(simt_128x128x16_3_tnt_a1, LINCOMB, ColumnMajor, 1)
 // ------------------------------------------------------------------------------------------------
 // Data
 
-struct Rng {
-  uint64_t s;
-  explicit Rng(uint64_t seed) : s(seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull) {}
-  uint64_t next() {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return s;
-  }
-  double uniform01() { return ((next() >> 11) + 0.5) / 9007199254740992.0; }
-  float uniform() { return (float)(uniform01() * 2.0 - 1.0); }
-  float normal() { return (float)(std::sqrt(-2.0 * std::log(uniform01())) * std::cos(6.283185307179586 * uniform01())); }
-  /// Sign, mantissa and a power of two spread over 2^-20 .. 2^20: a product spans 80 binades.
-  float wide() { return (float)std::ldexp(uniform(), (int)(next() % 41) - 20); }
-};
 enum class Dist { kUniform, kNormal, kWide };
 static const char *dist_name(Dist d) { return d == Dist::kUniform ? "uniform" : d == Dist::kNormal ? "normal" : "wide-exp"; }
 static float draw(Rng &r, Dist d) { return d == Dist::kUniform ? r.uniform() : d == Dist::kNormal ? r.normal() : r.wide(); }
-
-static const uint32_t kPoisonBits = 0x7FC0DEADu;
-static float poison() {
-  float f;
-  std::memcpy(&f, &kPoisonBits, 4);
-  return f;
-}
-static bool is_poison(float f) { return std::memcmp(&f, &kPoisonBits, 4) == 0; }
-static const int kGuard = 256;
-
-struct DevBuf {
-  float *p = nullptr;
-  size_t n = 0;
-  explicit DevBuf(size_t count) : n(count) { CK(cudaMalloc(&p, std::max<size_t>(count, 1) * 4)); }
-  ~DevBuf() { cudaFree(p); }
-  void upload(const std::vector<float> &h) { CK(cudaMemcpy(p, h.data(), h.size() * 4, cudaMemcpyHostToDevice)); }
-  std::vector<float> download() const {
-    std::vector<float> h(n);
-    CK(cudaMemcpy(h.data(), p, n * 4, cudaMemcpyDeviceToHost));
-    return h;
-  }
-};
 
 /// A (M x K, lda) row-major and B as logical K x N: stored [K][ldb] ('t') or [N][ldb] ('n').
 struct Problem {
