@@ -2,9 +2,7 @@ package org.cudagraph4j.internal;
 
 import java.lang.foreign.SymbolLookup;
 import java.nio.file.Path;
-import java.util.List;
 import java.util.Optional;
-import java.util.function.UnaryOperator;
 
 /**
  * Finds and opens {@code libcublasLt.so.13}, cuBLASLt, for its generated bindings; the one gate in
@@ -15,7 +13,8 @@ import java.util.function.UnaryOperator;
 public final class CublasLtLoader {
     public static final String PATH_PROPERTY = "org.cudagraph4j.cublaslt.path";
     public static final String SONAME = "libcublasLt.so.13";
-    private static final NativeLibrarySearch SEARCH = new NativeLibrarySearch(
+    /** The search; its candidates and load are tested through it. */
+    static final NativeLibrarySearch SEARCH = new NativeLibrarySearch(
             "cuBLASLt, the CUDA BLAS matmul library (" + SONAME + ")", SONAME, PATH_PROPERTY, "cublasLtGetVersion",
             null);
 
@@ -34,14 +33,5 @@ public final class CublasLtLoader {
     /** The file cuBLASLt was opened from, if it has been. */
     public static Optional<Path> loadedFile() {
         return SEARCH.loadedFile();
-    }
-
-    static List<NativeLibrarySearch.Candidate> candidates(UnaryOperator<String> properties,
-            UnaryOperator<String> environment) {
-        return SEARCH.candidates(properties, environment);
-    }
-
-    static SymbolLookup load(List<NativeLibrarySearch.Candidate> candidates) {
-        return SEARCH.load(candidates);
     }
 }

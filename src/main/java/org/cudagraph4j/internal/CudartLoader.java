@@ -2,9 +2,7 @@ package org.cudagraph4j.internal;
 
 import java.lang.foreign.SymbolLookup;
 import java.nio.file.Path;
-import java.util.List;
 import java.util.Optional;
-import java.util.function.UnaryOperator;
 
 /**
  * Finds and opens {@code libcudart.so.13} for the generated bindings: the one gate in front of them.
@@ -21,7 +19,8 @@ import java.util.function.UnaryOperator;
 public final class CudartLoader {
     public static final String PATH_PROPERTY = "org.cudagraph4j.cudart.path";
     public static final String SONAME = "libcudart.so.13";
-    private static final NativeLibrarySearch SEARCH = new NativeLibrarySearch(
+    /** The search; its candidates and load are tested through it. */
+    static final NativeLibrarySearch SEARCH = new NativeLibrarySearch(
             "the CUDA runtime (" + SONAME + ")", SONAME, PATH_PROPERTY, "cudaRuntimeGetVersion", null);
 
     private CudartLoader() {}
@@ -54,14 +53,5 @@ public final class CudartLoader {
      */
     public static Optional<Path> loadedFile() {
         return SEARCH.loadedFile();
-    }
-
-    static List<NativeLibrarySearch.Candidate> candidates(UnaryOperator<String> properties,
-            UnaryOperator<String> environment) {
-        return SEARCH.candidates(properties, environment);
-    }
-
-    static SymbolLookup load(List<NativeLibrarySearch.Candidate> candidates) {
-        return SEARCH.load(candidates);
     }
 }

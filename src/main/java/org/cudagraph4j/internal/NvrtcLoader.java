@@ -2,9 +2,7 @@ package org.cudagraph4j.internal;
 
 import java.lang.foreign.SymbolLookup;
 import java.nio.file.Path;
-import java.util.List;
 import java.util.Optional;
-import java.util.function.UnaryOperator;
 import java.util.regex.Pattern;
 
 /**
@@ -18,7 +16,8 @@ import java.util.regex.Pattern;
 public final class NvrtcLoader {
     public static final String PATH_PROPERTY = "org.cudagraph4j.nvrtc.path";
     public static final String SONAME = "libnvrtc.so.13";
-    private static final NativeLibrarySearch SEARCH = new NativeLibrarySearch(
+    /** The search; its candidates and load are tested through it. */
+    static final NativeLibrarySearch SEARCH = new NativeLibrarySearch(
             "NVRTC, the CUDA runtime compiler (" + SONAME + ")", SONAME, PATH_PROPERTY, "nvrtcVersion",
             Pattern.compile("libnvrtc-builtins\\.so\\.13\\.[0-9]+"));
 
@@ -37,14 +36,5 @@ public final class NvrtcLoader {
     /** The file NVRTC was opened from, if it has been. */
     public static Optional<Path> loadedFile() {
         return SEARCH.loadedFile();
-    }
-
-    static List<NativeLibrarySearch.Candidate> candidates(UnaryOperator<String> properties,
-            UnaryOperator<String> environment) {
-        return SEARCH.candidates(properties, environment);
-    }
-
-    static SymbolLookup load(List<NativeLibrarySearch.Candidate> candidates) {
-        return SEARCH.load(candidates);
     }
 }

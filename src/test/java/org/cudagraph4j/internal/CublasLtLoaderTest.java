@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 class CublasLtLoaderTest {
     @Test
     void searchOrderIsTheRuntimesWithItsOwnPropertyAndSoname() {
-        List<NativeLibrarySearch.Candidate> candidates = CublasLtLoader.candidates(
+        List<NativeLibrarySearch.Candidate> candidates = CublasLtLoader.SEARCH.candidates(
                 Map.of(CublasLtLoader.PATH_PROPERTY, "/custom/cublas")::get, Map.of("CUDA_PATH", "/opt/cuda")::get);
 
         assertEquals(List.of("/custom/cublas", "/opt/cuda/lib64/libcublasLt.so.13", "libcublasLt.so.13",
@@ -28,7 +28,7 @@ class CublasLtLoaderTest {
                 new NativeLibrarySearch.Candidate("dynamic loader", "libm.so.6"));
 
         CudaRuntimeNotFoundException e = assertThrows(CudaRuntimeNotFoundException.class,
-                () -> CublasLtLoader.load(candidates));
+                () -> CublasLtLoader.SEARCH.load(candidates));
 
         assertTrue(e.getMessage().startsWith("could not load cuBLASLt, the CUDA BLAS matmul library"
                 + " (libcublasLt.so.13); tried, in order:"), e.getMessage());

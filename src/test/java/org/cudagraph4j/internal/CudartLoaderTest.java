@@ -18,7 +18,7 @@ class CudartLoaderTest {
         Map<String, String> properties = Map.of(CudartLoader.PATH_PROPERTY, dir.toString());
         Map<String, String> env = Map.of("CUDA_HOME", "/opt/cuda-home", "CUDA_PATH", "/opt/cuda-path");
 
-        List<NativeLibrarySearch.Candidate> candidates = CudartLoader.candidates(properties::get, env::get);
+        List<NativeLibrarySearch.Candidate> candidates = CudartLoader.SEARCH.candidates(properties::get, env::get);
 
         assertEquals(List.of(
                 dir.resolve("libcudart.so.13").toString(),
@@ -33,7 +33,7 @@ class CudartLoaderTest {
     void propertyNamingAFileIsUsedAsIs() {
         Map<String, String> properties = Map.of(CudartLoader.PATH_PROPERTY, "/custom/libcudart.so.13.0.48");
 
-        List<NativeLibrarySearch.Candidate> candidates = CudartLoader.candidates(properties::get, name -> null);
+        List<NativeLibrarySearch.Candidate> candidates = CudartLoader.SEARCH.candidates(properties::get, name -> null);
 
         assertEquals("/custom/libcudart.so.13.0.48", candidates.get(0).target());
         assertEquals(3, candidates.size(), "property, soname, default install");
@@ -47,7 +47,7 @@ class CudartLoaderTest {
                 new NativeLibrarySearch.Candidate("dynamic loader", "libcudart-does-not-exist.so.13"));
 
         CudaRuntimeNotFoundException e = assertThrows(CudaRuntimeNotFoundException.class,
-                () -> CudartLoader.load(candidates));
+                () -> CudartLoader.SEARCH.load(candidates));
 
         assertEquals(List.of(
                 "$CUDA_HOME: /nonexistent/lib64/libcudart.so.13 (no such file)",
@@ -60,11 +60,11 @@ class CudartLoaderTest {
 
     @Test
     void anExplicitPathThatDoesNotLoadIsAnErrorNotAFallback() {
-        List<NativeLibrarySearch.Candidate> candidates = CudartLoader.candidates(
+        List<NativeLibrarySearch.Candidate> candidates = CudartLoader.SEARCH.candidates(
                 Map.of(CudartLoader.PATH_PROPERTY, "/opt/cuda/lib64/libcudart.so.31")::get, name -> null);
 
         CudaRuntimeNotFoundException e = assertThrows(CudaRuntimeNotFoundException.class,
-                () -> CudartLoader.load(candidates));
+                () -> CudartLoader.SEARCH.load(candidates));
 
         assertEquals(List.of("-Dorg.cudagraph4j.cudart.path: /opt/cuda/lib64/libcudart.so.31 (no such file)"),
                 e.attempts(), "the soname and the default install are not tried");

@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 class NvrtcLoaderTest {
     @Test
     void searchOrderIsTheRuntimesWithItsOwnPropertyAndSoname() {
-        List<NativeLibrarySearch.Candidate> candidates = NvrtcLoader.candidates(
+        List<NativeLibrarySearch.Candidate> candidates = NvrtcLoader.SEARCH.candidates(
                 Map.of(NvrtcLoader.PATH_PROPERTY, "/custom/libnvrtc.so.13.0.88")::get,
                 Map.of("CUDA_HOME", "/opt/cuda-home")::get);
 
@@ -29,7 +29,7 @@ class NvrtcLoaderTest {
                 new NativeLibrarySearch.Candidate("dynamic loader", "libm.so.6"));
 
         CudaRuntimeNotFoundException e = assertThrows(CudaRuntimeNotFoundException.class,
-                () -> NvrtcLoader.load(candidates));
+                () -> NvrtcLoader.SEARCH.load(candidates));
 
         assertTrue(e.getMessage().startsWith("could not load NVRTC, the CUDA runtime compiler (libnvrtc.so.13);"
                 + " tried, in order:"), e.getMessage());
