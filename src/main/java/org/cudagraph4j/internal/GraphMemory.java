@@ -10,8 +10,6 @@ import java.util.List;
 import org.cudagraph4j.cudart.cudaGraphNodeParams;
 import org.cudagraph4j.cudart.cudaMemAllocNodeParamsV2;
 import org.cudagraph4j.cudart.cudaMemFreeNodeParams;
-import org.cudagraph4j.cudart.cudaMemLocation;
-import org.cudagraph4j.cudart.cudaMemPoolProps;
 
 /**
  * Graph memory: allocation and free nodes ({@code cudaGraphAddNode} with
@@ -40,12 +38,7 @@ public final class GraphMemory {
             MemorySegment params = cudaGraphNodeParams.allocate(arena); // zeroed, as the reserved fields must be
             cudaGraphNodeParams.type(params, cudaGraphNodeTypeMemAlloc());
             MemorySegment alloc = cudaGraphNodeParams.alloc(params);
-            MemorySegment pool = cudaMemAllocNodeParamsV2.poolProps(alloc);
-            cudaMemPoolProps.allocType(pool, cudaMemAllocationTypePinned());
-            cudaMemPoolProps.handleTypes(pool, cudaMemHandleTypeNone());
-            MemorySegment location = cudaMemPoolProps.location(pool);
-            cudaMemLocation.type(location, cudaMemLocationTypeDevice());
-            cudaMemLocation.id(location, ordinal);
+            MemoryPools.pinnedOnDevice(cudaMemAllocNodeParamsV2.poolProps(alloc), ordinal);
             cudaMemAllocNodeParamsV2.bytesize(alloc, byteSize);
             MemorySegment node = arena.allocate(ADDRESS);
             Status.check(cudaGraphAddNode(node, graph, Graphs.array(arena, dependencies), MemorySegment.NULL,

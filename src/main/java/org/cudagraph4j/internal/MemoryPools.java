@@ -66,14 +66,22 @@ public final class MemoryPools {
         CudartLoader.ensureLoaded();
         return Out.pointer("cudaMemPoolCreate", "device " + device + ", maxSize " + maxSizeBytes, (arena, pool) -> {
             MemorySegment props = cudaMemPoolProps.allocate(arena); // zeroed: reserved bytes must be 0
-            cudaMemPoolProps.allocType(props, cudaMemAllocationTypePinned());
-            cudaMemPoolProps.handleTypes(props, cudaMemHandleTypeNone());
-            MemorySegment location = cudaMemPoolProps.location(props);
-            cudaMemLocation.type(location, cudaMemLocationTypeDevice());
-            cudaMemLocation.id(location, device);
+            pinnedOnDevice(props, device);
             cudaMemPoolProps.maxSize(props, maxSizeBytes);
             return cudaMemPoolCreate(pool, props);
         });
+    }
+
+    /**
+     * Sets {@code props}, a {@code cudaMemPoolProps}, to ordinary device memory: pinned on
+     * {@code device}, accessible from it, not exportable to other processes.
+     */
+    static void pinnedOnDevice(MemorySegment props, int device) {
+        cudaMemPoolProps.allocType(props, cudaMemAllocationTypePinned());
+        cudaMemPoolProps.handleTypes(props, cudaMemHandleTypeNone());
+        MemorySegment location = cudaMemPoolProps.location(props);
+        cudaMemLocation.type(location, cudaMemLocationTypeDevice());
+        cudaMemLocation.id(location, device);
     }
 
     /**
