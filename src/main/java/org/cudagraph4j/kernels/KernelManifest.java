@@ -98,25 +98,20 @@ final class KernelManifest {
                 continue;
             }
             String family = kernel(name, "family");
-            if (family.startsWith("sgemm_")) {
-                boolean splitK = family.endsWith("_splitk");
-                configs.add(new GemmConfig(name,
-                        family.startsWith("sgemm_bias_relu") ? GemmConfig.Epilogue.BIAS_RELU
-                                : GemmConfig.Epilogue.LINEAR_COMBINATION,
-                        integer(name, "tileM"), integer(name, "tileN"), integer(name, "tileK"),
-                        integer(name, "stages"), integer(name, "threads"), integer(name, "sharedMemBytes"),
-                        kernel(name, "layout").charAt(1) == 'n', integer(name, "alignment"),
-                        splitK, 1, splitK ? integer(name, "reductionBatch") : 0, mainloop(name),
-                        math(name)));
-            } else if (family.startsWith("gemv_")) {
-                configs.add(new GemmConfig(name,
-                        family.equals("gemv_bias_relu") ? GemmConfig.Epilogue.BIAS_RELU
-                                : GemmConfig.Epilogue.LINEAR_COMBINATION,
-                        integer(name, "tileM"), integer(name, "tileN"), integer(name, "tileK"),
-                        integer(name, "stages"), integer(name, "threads"), integer(name, "sharedMemBytes"),
-                        kernel(name, "layout").charAt(1) == 'n', integer(name, "alignment"),
-                        false, 1, 0, GemmConfig.Mainloop.GEMV, MathMode.SIMT_FP32));
+            boolean gemv = family.startsWith("gemv_");
+            if (!gemv && !family.startsWith("sgemm_")) {
+                continue;
             }
+            // A GEMV instance is never split-K, and always runs its own mainloop in FP32 on the SIMT cores.
+            boolean biasRelu = gemv ? family.equals("gemv_bias_relu") : family.startsWith("sgemm_bias_relu");
+            boolean splitK = !gemv && family.endsWith("_splitk");
+            configs.add(new GemmConfig(name,
+                    biasRelu ? GemmConfig.Epilogue.BIAS_RELU : GemmConfig.Epilogue.LINEAR_COMBINATION,
+                    integer(name, "tileM"), integer(name, "tileN"), integer(name, "tileK"),
+                    integer(name, "stages"), integer(name, "threads"), integer(name, "sharedMemBytes"),
+                    kernel(name, "layout").charAt(1) == 'n', integer(name, "alignment"),
+                    splitK, 1, splitK ? integer(name, "reductionBatch") : 0,
+                    gemv ? GemmConfig.Mainloop.GEMV : mainloop(name), gemv ? MathMode.SIMT_FP32 : math(name)));
         }
         return List.copyOf(configs);
     }
