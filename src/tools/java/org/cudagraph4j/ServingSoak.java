@@ -1,13 +1,9 @@
 package org.cudagraph4j;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
@@ -29,8 +25,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.stream.IntStream;
-import org.cudagraph4j.error.CudaException;
-import org.cudagraph4j.error.CudaRuntimeNotFoundException;
 import org.cudagraph4j.kernels.Linear;
 import org.cudagraph4j.kernels.Mlp;
 import org.cudagraph4j.kernels.ShippedKernels;
@@ -331,24 +325,8 @@ public final class ServingSoak {
     }
 
     public static void main(String[] args) throws InterruptedException {
-        Options options;
-        try {
-            options = Options.parse(args);
-        } catch (IllegalArgumentException e) {
-            System.err.println("soak --serving: " + e.getMessage());
-            System.err.println(USAGE);
-            System.exit(2);
-            return;
-        }
-        CudaDevice device;
-        try {
-            device = TestData.device();
-        } catch (CudaException | CudaRuntimeNotFoundException | IllegalArgumentException e) {
-            System.err.println("soak --serving: needs a CUDA GPU: "
-                    + e.getMessage().lines().findFirst().orElse(e.toString()));
-            System.exit(2);
-            return;
-        }
+        Options options = Soak.parseOrExit("soak --serving", USAGE, () -> Options.parse(args));
+        CudaDevice device = Soak.deviceOrExit("soak --serving");
         Instant started = Instant.now().truncatedTo(ChronoUnit.SECONDS);
         System.out.printf(Locale.ROOT, "soak --serving: %s minutes on %s, seed %d; computing the float64 answers "
                 + "of %d input blocks of %d rows%n", Soak.minutes(options.minutes()), device.properties().name(),
@@ -682,12 +660,7 @@ public final class ServingSoak {
         System.out.println();
         System.out.print(Soak.table(tallyTable(), false));
         System.out.println();
-        System.out.printf(Locale.ROOT, "soak --serving: %s (growth: median of the first 3 samples after %.0f s of "
-                + "warm-up to the median of the last 3)%n", verdict, warmupSeconds());
-        System.out.print(Soak.table(checks, false));
-        String nativeGrowth = Soak.NativeMemory.sinceBaseline();
-        System.out.println();
-        System.out.print(nativeGrowth);
+        String nativeGrowth = Soak.printVerdict("soak --serving", verdict, warmupSeconds(), checks);
         if (options.report() != null) {
             writeReport(started, verdict, checks, samples, loadMetrics, nativeGrowth);
             System.out.println("soak --serving: report written to " + options.report());
@@ -809,25 +782,12 @@ public final class ServingSoak {
                         + "%.0f requests/s on average", TimeUnit.NANOSECONDS.toSeconds(RATE_PERIOD_NANOS),
                         100 * LOW_LOAD, 100 * HIGH_LOAD, LOW_LOAD * saturation, HIGH_LOAD * saturation,
                         loadSeconds > 0 ? load.sent.sum() / loadSeconds : 0)}), true));
-        md.append("\n## Verdict\n\n");
-        List<String[]> verdictRows = new ArrayList<>();
-        verdictRows.add(new String[] {"check", "value", "pass when", "ok"});
-        verdictRows.addAll(checks);
-        md.append(Soak.table(verdictRows, true));
+        Soak.appendVerdict(md, checks);
         md.append(String.format(Locale.ROOT, "%nGrowth runs from the median of the first three samples after "
                 + "warm-up (the first %.0f s) to the median of the last three. Device memory used is the device's "
                 + "total minus free, so other processes on the GPU count too. Wrong answers and unexpected failures "
                 + "count calibration's requests as well as the load's.%n", warmupSeconds()));
-        md.append("""
-
-                RSS is read after a full GC and after glibc has returned freed memory to the system \
-                (`System.trim_native_heap`). JVM native memory is what Native Memory Tracking counts as \
-                committed (heap included); RSS growth beyond it is memory outside the JVM: the CUDA driver \
-                and runtime, and this library's native allocations. The JVM's own native memory over the \
-                steady state, by category:
-
-                ```
-                """).append(nativeGrowth).append("```\n");
+        Soak.appendNativeMemory(md, nativeGrowth);
         md.append("\n## Requests\n\n");
         md.append("As the client saw them. A cancelled request or one given a short deadline may still be "
                 + "answered, and is then checked like any other.\n\n");
@@ -868,21 +828,8 @@ public final class ServingSoak {
                 + "the engine's, since it started. Live resources then are the engine's lanes, the weights and the "
                 + "kernel library.\n\n");
         md.append(Soak.table(sampleTable(samples), true));
-        if (!problems.isEmpty()) {
-            md.append("\n## Problems (the first ").append(MAX_PRINTED).append(")\n\n");
-            problems.forEach(p -> md.append("- ").append(p.replace("\n", " ")).append('\n'));
-        }
-        try {
-            Path parent = options.report().toAbsolutePath().getParent();
-            Files.createDirectories(parent);
-            // Written beside it and moved into place: a run killed mid-write leaves the last whole report.
-            Path partial = parent.resolve(options.report().getFileName() + ".part");
-            Files.writeString(partial, md);
-            Files.move(partial, options.report(), StandardCopyOption.REPLACE_EXISTING,
-                    StandardCopyOption.ATOMIC_MOVE);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot write " + options.report(), e);
-        }
+        Soak.appendProblems(md, problems, MAX_PRINTED);
+        Soak.writeReport(options.report(), md);
     }
 
     private static String millis(long micros) {

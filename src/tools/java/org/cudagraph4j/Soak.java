@@ -13,6 +13,7 @@ import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
@@ -23,6 +24,7 @@ import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import java.util.function.ToLongFunction;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -200,28 +202,37 @@ public final class Soak {
         return value;
     }
 
+    /** The options {@code parse} makes of the command line; on a bad one, says why and how to run, and exits 2. */
+    static <T> T parseOrExit(String command, String usage, Supplier<T> parse) {
+        try {
+            return parse.get();
+        } catch (IllegalArgumentException e) {
+            System.err.println(command + ": " + e.getMessage());
+            System.err.println(usage);
+            System.exit(2);
+            throw e; // not reached
+        }
+    }
+
+    /** Device 0; without a CUDA GPU, says so and exits 2. */
+    static CudaDevice deviceOrExit(String command) {
+        try {
+            return TestData.device();
+        } catch (CudaException | CudaRuntimeNotFoundException | IllegalArgumentException e) {
+            System.err.println(command + ": needs a CUDA GPU: "
+                    + e.getMessage().lines().findFirst().orElse(e.toString()));
+            System.exit(2);
+            throw e; // not reached
+        }
+    }
+
     public static void main(String[] args) throws InterruptedException {
         if (Arrays.asList(args).contains("--serving")) {
             ServingSoak.main(Arrays.stream(args).filter(arg -> !arg.equals("--serving")).toArray(String[]::new));
             return;
         }
-        Options options;
-        try {
-            options = Options.parse(args);
-        } catch (IllegalArgumentException e) {
-            System.err.println("soak: " + e.getMessage());
-            System.err.println(USAGE);
-            System.exit(2);
-            return;
-        }
-        CudaDevice device;
-        try {
-            device = TestData.device();
-        } catch (CudaException | CudaRuntimeNotFoundException | IllegalArgumentException e) {
-            System.err.println("soak: needs a CUDA GPU: " + e.getMessage().lines().findFirst().orElse(e.toString()));
-            System.exit(2);
-            return;
-        }
+        Options options = parseOrExit("soak", USAGE, () -> Options.parse(args));
+        CudaDevice device = deviceOrExit("soak");
         Instant started = Instant.now().truncatedTo(ChronoUnit.SECONDS);
         LiveResources before = Cuda.liveResources();
         Soak soak;
@@ -361,17 +372,27 @@ public final class Soak {
         System.out.println();
         System.out.print(table(operationTable(), false));
         System.out.println();
-        System.out.printf(Locale.ROOT, "soak: %s (growth: median of the first 3 samples after %.0f s of warm-up "
-                + "to the median of the last 3)%n", verdict, warmup);
-        System.out.print(table(checks, false));
-        String nativeGrowth = NativeMemory.sinceBaseline();
-        System.out.println();
-        System.out.print(nativeGrowth);
+        String nativeGrowth = printVerdict("soak", verdict, warmup, checks);
         if (options.report() != null) {
             writeReport(started, verdict, warmup, checks, samples, nativeGrowth);
             System.out.println("soak: report written to " + options.report());
         }
         return pass;
+    }
+
+    /**
+     * Prints the verdict line, its rows and the JVM's native memory growth since the baseline.
+     *
+     * @return that growth, for the report
+     */
+    static String printVerdict(String command, String verdict, double warmup, List<String[]> checks) {
+        System.out.printf(Locale.ROOT, "%s: %s (growth: median of the first 3 samples after %.0f s of warm-up "
+                + "to the median of the last 3)%n", command, verdict, warmup);
+        System.out.print(table(checks, false));
+        String nativeGrowth = NativeMemory.sinceBaseline();
+        System.out.println();
+        System.out.print(nativeGrowth);
+        return nativeGrowth;
     }
 
     /**
@@ -516,25 +537,12 @@ public final class Soak {
                 new String[] {"duration", minutes(options.minutes()) + " min"},
                 new String[] {"threads", options.threads() + " (" + options.platformThreads() + " platform, "
                         + (options.threads() - options.platformThreads()) + " virtual)"}), true));
-        md.append("\n## Verdict\n\n");
-        List<String[]> verdictRows = new ArrayList<>();
-        verdictRows.add(new String[] {"check", "value", "pass when", "ok"});
-        verdictRows.addAll(checks);
-        md.append(table(verdictRows, true));
+        appendVerdict(md, checks);
         md.append(String.format(Locale.ROOT, "%nGrowth runs from the median of the first three samples after "
                 + "warm-up (the first %.0f s) to the median of the last three. %s%n", warmup,
                 perProcessDeviceMemory ? "Device memory used is this process's own, as nvidia-smi reports it."
                         : "Device memory used is the device's total minus free, so other processes count too."));
-        md.append("""
-
-                RSS is read after a full GC and after glibc has returned freed memory to the system \
-                (`System.trim_native_heap`). JVM native memory is what Native Memory Tracking counts as \
-                committed (heap included); RSS growth beyond it is memory outside the JVM: the CUDA driver \
-                and runtime, and this library's native allocations. The JVM's own native memory over the \
-                steady state, by category:
-
-                ```
-                """).append(nativeGrowth).append("```\n");
+        appendNativeMemory(md, nativeGrowth);
         md.append("\n## Workload\n\n");
 
         md.append("""
@@ -564,20 +572,54 @@ public final class Soak {
         md.append("Every 5 s, with every worker between operations and after a full GC. Live resources then are "
                 + "the workers' streams and the shared kernel library.\n\n");
         md.append(table(sampleTable(samples), true));
+        appendProblems(md, problems, MAX_PRINTED);
+        writeReport(options.report(), md);
+    }
+
+    /** The report's verdict: a heading and the table of {@code checks}. */
+    static void appendVerdict(StringBuilder md, List<String[]> checks) {
+        md.append("\n## Verdict\n\n");
+        List<String[]> verdictRows = new ArrayList<>();
+        verdictRows.add(new String[] {"check", "value", "pass when", "ok"});
+        verdictRows.addAll(checks);
+        md.append(table(verdictRows, true));
+    }
+
+    /** How RSS and the JVM's native memory are read, then {@code nativeGrowth}, the growth by category. */
+    static void appendNativeMemory(StringBuilder md, String nativeGrowth) {
+        md.append("""
+
+                RSS is read after a full GC and after glibc has returned freed memory to the system \
+                (`System.trim_native_heap`). JVM native memory is what Native Memory Tracking counts as \
+                committed (heap included); RSS growth beyond it is memory outside the JVM: the CUDA driver \
+                and runtime, and this library's native allocations. The JVM's own native memory over the \
+                steady state, by category:
+
+                ```
+                """).append(nativeGrowth).append("```\n");
+    }
+
+    /** The problems printed during the run, the first {@code printed} of them, if there were any. */
+    static void appendProblems(StringBuilder md, Collection<String> problems, int printed) {
         if (!problems.isEmpty()) {
-            md.append("\n## Problems (the first ").append(MAX_PRINTED).append(")\n\n");
+            md.append("\n## Problems (the first ").append(printed).append(")\n\n");
             problems.forEach(p -> md.append("- ").append(p.replace("\n", " ")).append('\n'));
         }
+    }
+
+    /**
+     * Writes {@code md} to {@code report}: beside it first, then moved into place, so that a run killed
+     * mid-write leaves the last whole report.
+     */
+    static void writeReport(Path report, CharSequence md) {
         try {
-            Path parent = options.report().toAbsolutePath().getParent();
+            Path parent = report.toAbsolutePath().getParent();
             Files.createDirectories(parent);
-            // Written beside it and moved into place: a run killed mid-write leaves the last whole report.
-            Path partial = parent.resolve(options.report().getFileName() + ".part");
+            Path partial = parent.resolve(report.getFileName() + ".part");
             Files.writeString(partial, md);
-            Files.move(partial, options.report(), StandardCopyOption.REPLACE_EXISTING,
-                    StandardCopyOption.ATOMIC_MOVE);
+            Files.move(partial, report, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot write " + options.report(), e);
+            throw new UncheckedIOException("cannot write " + report, e);
         }
     }
 
