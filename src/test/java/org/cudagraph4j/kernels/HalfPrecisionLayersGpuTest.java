@@ -226,20 +226,14 @@ class HalfPrecisionLayersGpuTest {
         int batch = TestData.underSanitizer() ? 128 : 2048;
         int in = 512;
         int out = 640;
-        long seed = TestData.newSeed();
-        float[] x = TestData.randomFloats(batch * in, seed);
-        float[] w = TestData.randomFloats(out * in, seed + 1);
-        float[] b = TestData.randomFloats(out, seed + 2);
-        double[] expected = Reference.biasRelu(Reference.gemm(batch, out, in, 1, x, w, true, 0, null), batch, out, b);
-        try (DeviceBuffer dx = gpu.upload(x); DeviceBuffer dw = gpu.upload(w); DeviceBuffer db = gpu.upload(b);
-                DeviceBuffer dy = gpu.allocateFloats((long) batch * out)) {
+        try (LinearCase problem = new LinearCase(gpu, batch, in, out)) {
             CudaGraph graph;
             try (CublasLt own = CublasLt.create(gpu.device())) {
                 // torch.nn.Linear on the page: cuBLASLt's GEMM, then the epilogue <<<{256,2},{8,32}>>>.
-                Linear linear = new Linear(gpu.kernels(), dw, db, in, out).withCublasLt(own)
+                Linear linear = new Linear(gpu.kernels(), problem.w, problem.b, in, out).withCublasLt(own)
                         .withEpilogueGrid(Dim3.of(256, 2));
                 try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
-                    linear.forward(gpu.stream(), batch, dx, dy, Linear.Mode.UNFUSED);
+                    linear.forward(gpu.stream(), batch, problem.x, problem.y, Linear.Mode.UNFUSED);
                     graph = capture.end();
                 }
             }
@@ -258,11 +252,11 @@ class HalfPrecisionLayersGpuTest {
                 }
                 assertFalse(drawing.contains("(not readable)"), drawing);
                 for (int replay = 0; replay < 2; replay++) {
-                    dy.copyFrom(TestData.nans(batch * out));
+                    problem.y.copyFrom(TestData.nans(batch * out));
                     exec.launch(gpu.stream());
                     gpu.stream().synchronize();
-                    Reference.assertClose(expected, dy.toFloatArray(), "replay " + replay + " "
-                            + TestData.seedDescription(seed));
+                    Reference.assertClose(problem.expected, problem.y.toFloatArray(), "replay " + replay + " "
+                            + problem.seedDescription());
                 }
             }
         }

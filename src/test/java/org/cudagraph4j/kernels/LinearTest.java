@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.Dim3;
 import org.cudagraph4j.GpuTest;
-import org.cudagraph4j.TestData;
 import org.cudagraph4j.graph.CaptureMode;
 import org.cudagraph4j.graph.CudaGraph;
 import org.cudagraph4j.graph.GraphExec;
@@ -26,19 +25,14 @@ class LinearTest {
     @ParameterizedTest(name = "batch={0} in={1} out={2}")
     @CsvSource({"1,1,1", "7,63,65", "32,512,512", "129,127,1000", "2048,640,640"})
     void fusedAndUnfusedMatchTorchLinearSemantics(int batch, int in, int out) {
-        long seed = TestData.newSeed();
-        float[] x = TestData.randomFloats(batch * in, seed);
-        float[] w = TestData.randomFloats(out * in, seed + 1);
-        float[] b = TestData.randomFloats(out, seed + 2);
-        double[] expected = Reference.biasRelu(Reference.gemm(batch, out, in, 1, x, w, true, 0, null), batch, out, b);
-        try (DeviceBuffer dx = gpu.upload(x); DeviceBuffer dw = gpu.upload(w); DeviceBuffer db = gpu.upload(b);
-                DeviceBuffer dy = gpu.allocateFloats((long) batch * out)) {
-            Linear layer = new Linear(gpu.kernels(), dw, db, in, out);
+        try (LinearCase problem = new LinearCase(gpu, batch, in, out)) {
+            Linear layer = new Linear(gpu.kernels(), problem.w, problem.b, in, out);
             for (Linear.Mode mode : Linear.Mode.values()) {
-                dy.memset(0xFF);
-                layer.forward(gpu.stream(), batch, dx, dy, mode);
+                problem.y.memset(0xFF);
+                layer.forward(gpu.stream(), batch, problem.x, problem.y, mode);
                 gpu.stream().synchronize();
-                Reference.assertClose(expected, dy.toFloatArray(), mode + " " + TestData.seedDescription(seed));
+                Reference.assertClose(problem.expected, problem.y.toFloatArray(), mode + " "
+                        + problem.seedDescription());
             }
         }
     }
@@ -48,17 +42,11 @@ class LinearTest {
         int batch = 2048;
         int in = 640;
         int out = 640;
-        long seed = TestData.newSeed();
-        float[] x = TestData.randomFloats(batch * in, seed);
-        float[] w = TestData.randomFloats(out * in, seed + 1);
-        float[] b = TestData.randomFloats(out, seed + 2);
-        double[] expected = Reference.biasRelu(Reference.gemm(batch, out, in, 1, x, w, true, 0, null), batch, out, b);
-        try (DeviceBuffer dx = gpu.upload(x); DeviceBuffer dw = gpu.upload(w); DeviceBuffer db = gpu.upload(b);
-                DeviceBuffer dy = gpu.allocateFloats((long) batch * out)) {
-            Linear layer = new Linear(gpu.kernels(), dw, db, in, out).withEpilogueGrid(Dim3.of(256, 2));
+        try (LinearCase problem = new LinearCase(gpu, batch, in, out)) {
+            Linear layer = new Linear(gpu.kernels(), problem.w, problem.b, in, out).withEpilogueGrid(Dim3.of(256, 2));
             CudaGraph graph;
             try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
-                layer.forward(gpu.stream(), batch, dx, dy, Linear.Mode.UNFUSED);
+                layer.forward(gpu.stream(), batch, problem.x, problem.y, Linear.Mode.UNFUSED);
                 graph = capture.end();
             }
             try (graph; GraphExec exec = graph.instantiate()) {
@@ -71,10 +59,10 @@ class LinearTest {
                 String diagram = graph.describe();
                 assertTrue(diagram.contains("<<<{32,20},64,19200>>>") && diagram.contains("▼"), diagram);
 
-                dy.memset(0xFF);
+                problem.y.memset(0xFF);
                 exec.launch(gpu.stream());
                 gpu.stream().synchronize();
-                Reference.assertClose(expected, dy.toFloatArray(), "graph " + TestData.seedDescription(seed));
+                Reference.assertClose(problem.expected, problem.y.toFloatArray(), "graph " + problem.seedDescription());
             }
         }
     }
