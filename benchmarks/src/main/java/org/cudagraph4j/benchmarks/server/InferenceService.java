@@ -288,26 +288,33 @@ final class InferenceService implements HttpService {
         metrics.request(status, System.nanoTime() - arrived);
     }
 
-    /** Serves an inference request that has passed the path checks; the status it was answered with. */
-    private int inferCounted(ServerRequest req, ServerResponse res) {
+    /**
+     * Why a request cannot be taken now, the server draining or {@code --max-in-flight} reached; or
+     * null, with one of the in-flight slots taken, which the caller gives back.
+     */
+    private Refusal admit() {
         if (draining) {
-            return refuse(req, res, Status.SERVICE_UNAVAILABLE_503, "the server is shutting down");
+            return new Refusal(Status.SERVICE_UNAVAILABLE_503, "the server is shutting down");
         }
         if (!inFlight.tryAcquire()) {
-            return refuse(req, res, Status.SERVICE_UNAVAILABLE_503, "the server has " + limits.maxInFlight()
+            return new Refusal(Status.SERVICE_UNAVAILABLE_503, "the server has " + limits.maxInFlight()
                     + " inference requests in flight, its limit (--max-in-flight); try again later");
+        }
+        return null;
+    }
+
+    /** Serves an inference request that has passed the path checks; the status it was answered with. */
+    private int inferCounted(ServerRequest req, ServerResponse res) {
+        Refusal refused = admit();
+        if (refused != null) {
+            return refuse(req, res, refused.status(), refused.message());
         }
         int heldKib = 0;
         ServerEvents.Infer event = new ServerEvents.Infer();
         event.begin();
         long startedAt = System.nanoTime();
         try {
-            long declared = req.headers().contentLength().orElse(-1);
-            if (declared > limits.maxBodyBytes()) {
-                return refuse(req, res, Status.REQUEST_ENTITY_TOO_LARGE_413, "the request body of " + declared
-                        + " bytes is over the limit of " + limits.maxBodyBytes() + " (--max-body-bytes)");
-            }
-            Body read = readBody(req, declared);
+            Body read = readBody(req);
             heldKib = read.heldKib();
             if (read.refusal() != null) {
                 return refuse(req, res, read.refusal().status(), read.refusal().message());
@@ -377,21 +384,13 @@ final class InferenceService implements HttpService {
 
     /** Serves a generate request that has passed the path checks, within the inference limits. */
     private int generateCounted(ServerRequest req, ServerResponse res, boolean streaming) {
-        if (draining) {
-            return refuse(req, res, Status.SERVICE_UNAVAILABLE_503, "the server is shutting down");
-        }
-        if (!inFlight.tryAcquire()) {
-            return refuse(req, res, Status.SERVICE_UNAVAILABLE_503, "the server has " + limits.maxInFlight()
-                    + " inference requests in flight, its limit (--max-in-flight); try again later");
+        Refusal refused = admit();
+        if (refused != null) {
+            return refuse(req, res, refused.status(), refused.message());
         }
         int heldKib = 0;
         try {
-            long declared = req.headers().contentLength().orElse(-1);
-            if (declared > limits.maxBodyBytes()) {
-                return refuse(req, res, Status.REQUEST_ENTITY_TOO_LARGE_413, "the request body of " + declared
-                        + " bytes is over the limit of " + limits.maxBodyBytes() + " (--max-body-bytes)");
-            }
-            Body read = readBody(req, declared);
+            Body read = readBody(req);
             heldKib = read.heldKib();
             if (read.refusal() != null) {
                 return refuse(req, res, read.refusal().status(), read.refusal().message());
@@ -539,6 +538,16 @@ final class InferenceService implements HttpService {
 
     /** A body as read: its bytes or why it was refused, and the budget it holds (to give back). */
     private record Body(byte[] bytes, Refusal refusal, int heldKib) {}
+
+    /** Reads the body, refused at once when its declared length is over {@code --max-body-bytes}. */
+    private Body readBody(ServerRequest req) {
+        long declared = req.headers().contentLength().orElse(-1);
+        if (declared > limits.maxBodyBytes()) {
+            return new Body(null, new Refusal(Status.REQUEST_ENTITY_TOO_LARGE_413, "the request body of " + declared
+                    + " bytes is over the limit of " + limits.maxBodyBytes() + " (--max-body-bytes)"), 0);
+        }
+        return readBody(req, declared);
+    }
 
     /**
      * Reads the body within {@link ServerLimits#readTimeout()}, counting its bytes against the
