@@ -55,6 +55,19 @@ class GraphMemoryGpuTest {
         return expected;
     }
 
+    /** Three launches of {@code exec}, each on fresh values in x and NaN in out, each leaving 3x in out. */
+    private static void assertTriplesAtEveryLaunch(GraphExec exec, CudaStream stream, DeviceBuffer x,
+            DeviceBuffer out) {
+        for (int launch = 0; launch < 3; launch++) {
+            float[] values = TestData.randomFloats(N, TestData.newSeed());
+            x.copyFrom(values);
+            out.copyFrom(TestData.nans(N));
+            exec.launch(stream);
+            stream.synchronize();
+            assertTripled(values, out.toFloatArray());
+        }
+    }
+
     private static void assertTripled(float[] x, float[] actual) {
         float[] expected = tripled(x);
         for (int i = 0; i < x.length; i++) {
@@ -84,14 +97,7 @@ class GraphMemoryGpuTest {
                 exec = graph.instantiate();
             }
             try (exec) {
-                for (int launch = 0; launch < 3; launch++) {
-                    float[] values = TestData.randomFloats(N, TestData.newSeed());
-                    x.copyFrom(values);
-                    out.copyFrom(TestData.nans(N));
-                    exec.launch(stream);
-                    stream.synchronize();
-                    assertTripled(values, out.toFloatArray());
-                }
+                assertTriplesAtEveryLaunch(exec, stream, x, out);
                 CudaDevice.GraphMemoryUsage held = device.graphMemoryUsage();
                 assertTrue(held.reservedBytes() >= (long) N * Float.BYTES, held.toString());
                 assertTrue(held.usedHighBytes() >= (long) N * Float.BYTES, held.toString());
@@ -225,14 +231,7 @@ class GraphMemoryGpuTest {
                 assertEquals(List.of(GraphNodeType.MEM_ALLOC, GraphNodeType.MEMCPY, GraphNodeType.KERNEL,
                         GraphNodeType.MEMCPY, GraphNodeType.MEM_FREE), types);
                 try (GraphExec exec = graph.instantiate()) {
-                    for (int launch = 0; launch < 3; launch++) {
-                        float[] values = TestData.randomFloats(N, TestData.newSeed());
-                        x.copyFrom(values);
-                        out.copyFrom(TestData.nans(N));
-                        exec.launch(stream);
-                        stream.synchronize();
-                        assertTripled(values, out.toFloatArray());
-                    }
+                    assertTriplesAtEveryLaunch(exec, stream, x, out);
                 }
             }
         }

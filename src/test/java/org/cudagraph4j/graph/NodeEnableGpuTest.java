@@ -2,7 +2,6 @@ package org.cudagraph4j.graph;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Arrays;
@@ -46,17 +45,9 @@ class NodeEnableGpuTest {
                 stream.synchronize();
                 assertArrayEquals(filled, buffer.toFloatArray());
                 assertTrue(Float.isNaN(copy.toFloatArray()[0]), "the disabled copy did nothing");
-                IllegalArgumentException wrongType = assertThrows(IllegalArgumentException.class,
-                        () -> exec.setEnabled(empty, false));
-                assertTrue(wrongType.getMessage().contains("is of type EMPTY, and CUDA enables and disables only kernel, "
-                        + "memcpy and memset nodes"), wrongType.getMessage());
-                IllegalArgumentException wrongGraph = assertThrows(IllegalArgumentException.class,
-                        () -> exec.isEnabled(foreign));
-                assertTrue(wrongGraph.getMessage().contains("is not a node of the graph this executable was made from"));
+                EnableRefusals.assertRefused(exec, empty, "EMPTY", foreign);
             }
-            GraphExec closed = graph.instantiate();
-            closed.close();
-            assertThrows(IllegalStateException.class, () -> closed.setEnabled(set, false));
+            EnableRefusals.assertClosedRefuses(graph, set);
         }
     }
 }
