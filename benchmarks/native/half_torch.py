@@ -15,6 +15,8 @@ import time
 import torch
 import torch.nn.functional as F
 
+from torch_graphs import capture, per_forward
+
 LAYERS = 16
 WIDTHS = (512, 1024, 4096)
 BATCHES = (1, 8, 32, 128, 256)
@@ -66,36 +68,14 @@ def main():
         for batch in BATCHES:
             inp = torch.rand(batch, width, device=device, dtype=torch.bfloat16) + 0.5
             with torch.no_grad():
-                eager_out = model(inp)
-                s = torch.cuda.Stream()
-                s.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(s):
-                    for _ in range(3):
-                        model(inp)
-                torch.cuda.current_stream().wait_stream(s)
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
-                    static_out = model(inp)
-                graph.replay()
-                torch.cuda.synchronize()
+                graph, static_out, eager_out = capture(model, inp)
                 if not torch.equal(static_out, eager_out):
                     print(f"CHECK FAILED width {width} batch {batch}: the graph's output differs from eager's")
                     sys.exit(1)
                 for _ in range(20):
                     graph.replay()
-                torch.cuda.synchronize()
-                sync_each = []
-                for _ in range(FORWARDS):
-                    t0 = time.perf_counter()
-                    graph.replay()
-                    torch.cuda.synchronize()
-                    sync_each.append((time.perf_counter() - t0) * 1e6)
-                t0 = time.perf_counter()
-                for _ in range(FORWARDS):
-                    graph.replay()
-                torch.cuda.synchronize()
-                piped = (time.perf_counter() - t0) * 1e6 / FORWARDS
-            print(f"MLP16 bf16 torch graph: width {width} batch {batch}: {statistics.median(sync_each):.1f} us sync each,"
+                sync_each, piped = per_forward(graph.replay, FORWARDS)
+            print(f"MLP16 bf16 torch graph: width {width} batch {batch}: {sync_each:.1f} us sync each,"
                   f" {piped:.1f} us pipelined")
             del graph
 

@@ -6,30 +6,16 @@ with a synchronize after each (latency, median of 200) and pipelined (200 forwar
 synchronize). Inputs are random, never zero; the graph's output is checked against eager's.
 Prints one line per cell, "MLP16 torch <mode>: width W batch B: X us sync each, Y us pipelined".
 """
-import statistics
 import sys
 import time
 
 import torch
 
+from torch_graphs import capture, per_forward
+
 LAYERS = 16
 WIDTHS = (512, 1024, 4096)
 BATCHES = (1, 8, 32, 128, 256)
-
-
-def per_forward(run, n=200):
-    torch.cuda.synchronize()
-    sync_each = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        run()
-        torch.cuda.synchronize()
-        sync_each.append((time.perf_counter() - t0) * 1e6)
-    t0 = time.perf_counter()
-    for _ in range(n):
-        run()
-    torch.cuda.synchronize()
-    return statistics.median(sync_each), (time.perf_counter() - t0) * 1e6 / n
 
 
 def main():
@@ -50,18 +36,7 @@ def main():
         for batch in BATCHES:
             x = torch.rand(batch, width, device=device) + 0.5
             with torch.no_grad():
-                eager_out = model(x)
-                s = torch.cuda.Stream()
-                s.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(s):
-                    for _ in range(3):
-                        model(x)
-                torch.cuda.current_stream().wait_stream(s)
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
-                    static_out = model(x)
-                graph.replay()
-                torch.cuda.synchronize()
+                graph, static_out, eager_out = capture(model, x)
                 if not torch.equal(static_out, eager_out):
                     diff = (static_out - eager_out).abs().max().item()
                     if diff > 1e-4 * eager_out.abs().max().item():

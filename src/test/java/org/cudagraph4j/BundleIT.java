@@ -54,6 +54,7 @@ class BundleIT {
                 "cudagraph4j-gpu-bundle/benchmarks/native/skinny_test.cu",
                 "cudagraph4j-gpu-bundle/benchmarks/native/graph_timing.cuh",
                 "cudagraph4j-gpu-bundle/benchmarks/native/mlp_torch.py",
+                "cudagraph4j-gpu-bundle/benchmarks/native/torch_graphs.py",
                 "cudagraph4j-gpu-bundle/benchmarks/native/mlp_cublaslt.cu",
                 "cudagraph4j-gpu-bundle/bin/run-serving-benchmark", "cudagraph4j-gpu-bundle/bin/run-multi-gpu",
                 "cudagraph4j-gpu-bundle/benchmarks/server/torch_server.py",
