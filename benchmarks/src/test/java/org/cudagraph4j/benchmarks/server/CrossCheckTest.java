@@ -15,6 +15,11 @@ import org.junit.jupiter.api.Test;
 class CrossCheckTest {
     private static final List<Integer> ROWS = List.of(1, 3, 8, 20);
 
+    /** {@code backend} served as {@code name} on a free port, with bodies up to 1 MiB. */
+    private static InferenceServer serve(String name, InferenceBackend backend) {
+        return new InferenceServer(name, backend, 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20));
+    }
+
     private static URI base(InferenceServer server) {
         return URI.create("http://127.0.0.1:" + server.port());
     }
@@ -47,8 +52,8 @@ class CrossCheckTest {
     @Test
     void twoServersOfTheSameModelAgreeWithEachOtherAndWithTheCpu() throws Exception {
         MlpWeights model = MlpWeights.random(16, 3, 42);
-        try (InferenceServer a = new InferenceServer("mlp", new CpuBackend(model), 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20));
-             InferenceServer b = new InferenceServer("mlp", new CpuBackend(MlpWeights.random(16, 3, 42)), 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20))) {
+        try (InferenceServer a = serve("mlp", new CpuBackend(model));
+             InferenceServer b = serve("mlp", new CpuBackend(MlpWeights.random(16, 3, 42)))) {
             CrossCheck.Result result = CrossCheck.run(base(a), base(b), "mlp", ROWS, 1e-4, model, 7);
             assertNull(result.problem());
             assertTrue(result.agree(), CrossCheck.table(result));
@@ -60,8 +65,8 @@ class CrossCheckTest {
 
     @Test
     void anotherModelDisagreesEverywhere() {
-        try (InferenceServer a = new InferenceServer("mlp", new CpuBackend(MlpWeights.random(16, 3, 42)), 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20));
-             InferenceServer b = new InferenceServer("mlp", new CpuBackend(MlpWeights.random(16, 3, 43)), 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20))) {
+        try (InferenceServer a = serve("mlp", new CpuBackend(MlpWeights.random(16, 3, 42)));
+             InferenceServer b = serve("mlp", new CpuBackend(MlpWeights.random(16, 3, 43)))) {
             CrossCheck.Result result = CrossCheck.run(base(a), base(b), "mlp", ROWS, 1e-4, null, 7);
             assertNull(result.problem());
             assertFalse(result.agree());
@@ -82,8 +87,8 @@ class CrossCheckTest {
             }
             return CompletableFuture.completedFuture(reversed);
         });
-        try (InferenceServer a = new InferenceServer("mlp", new CpuBackend(model), 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20));
-             InferenceServer b = new InferenceServer("mlp", reversing, 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20))) {
+        try (InferenceServer a = serve("mlp", new CpuBackend(model));
+             InferenceServer b = serve("mlp", reversing)) {
             CrossCheck.Result result = CrossCheck.run(base(a), base(b), "mlp", List.of(1, 5), 1e-4, model, 7);
             assertFalse(result.agree(), CrossCheck.table(result));
             for (CrossCheck.Case c : result.cases()) {
@@ -95,16 +100,16 @@ class CrossCheckTest {
 
     @Test
     void aServerThatCannotBeAskedIsAProblemNotAnAgreement() {
-        try (InferenceServer a = new InferenceServer("mlp", new CpuBackend(MlpWeights.random(8, 2, 1)), 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20));
-             InferenceServer b = new InferenceServer("other", new CpuBackend(MlpWeights.random(8, 2, 1)), 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20))) {
+        try (InferenceServer a = serve("mlp", new CpuBackend(MlpWeights.random(8, 2, 1)));
+             InferenceServer b = serve("other", new CpuBackend(MlpWeights.random(8, 2, 1)))) {
             CrossCheck.Result result = CrossCheck.run(base(a), base(b), "mlp", ROWS, 1e-4, null, 7);
             assertFalse(result.agree());
             assertNotNull(result.problem());
             assertTrue(result.problem().contains("404"), result.problem());
             assertTrue(CrossCheck.table(result).contains("cannot compare"), CrossCheck.table(result));
         }
-        try (InferenceServer a = new InferenceServer("mlp", new CpuBackend(MlpWeights.random(8, 2, 1)), 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20));
-             InferenceServer b = new InferenceServer("mlp", new CpuBackend(MlpWeights.random(4, 2, 1)), 0, ServerLimits.defaults().withMaxBodyBytes(1 << 20))) {
+        try (InferenceServer a = serve("mlp", new CpuBackend(MlpWeights.random(8, 2, 1)));
+             InferenceServer b = serve("mlp", new CpuBackend(MlpWeights.random(4, 2, 1)))) {
             CrossCheck.Result result = CrossCheck.run(base(a), base(b), "mlp", ROWS, 1e-4, null, 7);
             assertFalse(result.agree());
             assertTrue(result.problem().contains("differ in shape"), result.problem());

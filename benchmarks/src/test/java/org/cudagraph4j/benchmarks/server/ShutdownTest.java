@@ -87,18 +87,25 @@ class ShutdownTest {
         assertEquals(count, backend.held());
     }
 
+    /** Sends rows 0 to {@code count - 1}, one request each, and returns once the backend holds them all. */
+    private static List<Future<HttpResponse<byte[]>>> holdInFlight(ExecutorService clients, InferenceServer server,
+            Held backend, int count) throws InterruptedException {
+        List<Future<HttpResponse<byte[]>>> inFlight = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            String request = TestClient.request(1, 4, row(i));
+            inFlight.add(clients.submit(() -> infer(server, request)));
+        }
+        awaitHeld(backend, count);
+        return inFlight;
+    }
+
     @Test
     void requestsInFlightFinishAndLaterOnesAreA503() throws Exception {
         Held backend = new Held();
         ServerLimits limits = ServerLimits.defaults();
         InferenceServer server = new InferenceServer("mlp", backend, 0, limits);
         try (ExecutorService clients = Executors.newVirtualThreadPerTaskExecutor()) {
-            List<Future<HttpResponse<byte[]>>> inFlight = new ArrayList<>();
-            for (int i = 0; i < 8; i++) {
-                String request = TestClient.request(1, 4, row(i));
-                inFlight.add(clients.submit(() -> infer(server, request)));
-            }
-            awaitHeld(backend, 8);
+            List<Future<HttpResponse<byte[]>>> inFlight = holdInFlight(clients, server, backend, 8);
             Future<Boolean> stopping = clients.submit(server::shutdown);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             HttpResponse<byte[]> ready;
@@ -132,12 +139,7 @@ class ShutdownTest {
                 Duration.ofSeconds(5), Duration.ofMillis(200));
         InferenceServer server = new InferenceServer("mlp", backend, 0, limits);
         try (ExecutorService clients = Executors.newVirtualThreadPerTaskExecutor()) {
-            List<Future<HttpResponse<byte[]>>> inFlight = new ArrayList<>();
-            for (int i = 0; i < 6; i++) {
-                String request = TestClient.request(1, 4, row(i));
-                inFlight.add(clients.submit(() -> infer(server, request)));
-            }
-            awaitHeld(backend, 6);
+            List<Future<HttpResponse<byte[]>>> inFlight = holdInFlight(clients, server, backend, 6);
             assertFalse(server.shutdown(), "the backend never answered: not drained");
             for (Future<HttpResponse<byte[]>> answer : inFlight) {
                 HttpResponse<byte[]> response = answer.get();
