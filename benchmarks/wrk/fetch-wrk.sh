@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Puts wrk (the HTTP benchmarking tool, Apache-2.0) and the LuaJIT library it links (MIT) into
-# benchmarks/wrk/dist/, from Debian's packages, for the GPU bundle: the GPU host can install nothing,
-# so the binary travels inside the bundle and bin/run-serving-benchmark uses it when it is there.
+# benchmarks/wrk/dist/, from Debian's packages, for the GPU bundle: the binary travels inside the
+# bundle, so the GPU host needs no package of its own, and bin/run-serving-benchmark uses it when it
+# is there.
 #
 #   benchmarks/wrk/fetch-wrk.sh          # once, on a Debian or Ubuntu build machine (needs apt)
 #   mvn -B -Pgpu-bundle package          # then copies dist/ into the bundle's benchmarks/wrk/
