@@ -1464,6 +1464,33 @@ public class cudart_h extends cudart_h$shared {
     public static int cudaFuncAttributeMaxDynamicSharedMemorySize() {
         return cudaFuncAttributeMaxDynamicSharedMemorySize;
     }
+    private static final int cudaDevAttrMaxThreadsPerBlock = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaDeviceAttr.cudaDevAttrMaxThreadsPerBlock = 1
+     * }
+     */
+    public static int cudaDevAttrMaxThreadsPerBlock() {
+        return cudaDevAttrMaxThreadsPerBlock;
+    }
+    private static final int cudaDevAttrMaxSharedMemoryPerBlock = (int)8L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaDeviceAttr.cudaDevAttrMaxSharedMemoryPerBlock = 8
+     * }
+     */
+    public static int cudaDevAttrMaxSharedMemoryPerBlock() {
+        return cudaDevAttrMaxSharedMemoryPerBlock;
+    }
+    private static final int cudaDevAttrWarpSize = (int)10L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaDeviceAttr.cudaDevAttrWarpSize = 10
+     * }
+     */
+    public static int cudaDevAttrWarpSize() {
+        return cudaDevAttrWarpSize;
+    }
     private static final int cudaDevAttrClockRate = (int)13L;
     /**
      * {@snippet lang=c :
@@ -1482,6 +1509,42 @@ public class cudart_h extends cudart_h$shared {
     public static int cudaDevAttrMultiProcessorCount() {
         return cudaDevAttrMultiProcessorCount;
     }
+    private static final int cudaDevAttrComputeMode = (int)20L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaDeviceAttr.cudaDevAttrComputeMode = 20
+     * }
+     */
+    public static int cudaDevAttrComputeMode() {
+        return cudaDevAttrComputeMode;
+    }
+    private static final int cudaDevAttrConcurrentKernels = (int)31L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaDeviceAttr.cudaDevAttrConcurrentKernels = 31
+     * }
+     */
+    public static int cudaDevAttrConcurrentKernels() {
+        return cudaDevAttrConcurrentKernels;
+    }
+    private static final int cudaDevAttrMemoryClockRate = (int)36L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaDeviceAttr.cudaDevAttrMemoryClockRate = 36
+     * }
+     */
+    public static int cudaDevAttrMemoryClockRate() {
+        return cudaDevAttrMemoryClockRate;
+    }
+    private static final int cudaDevAttrGlobalMemoryBusWidth = (int)37L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaDeviceAttr.cudaDevAttrGlobalMemoryBusWidth = 37
+     * }
+     */
+    public static int cudaDevAttrGlobalMemoryBusWidth() {
+        return cudaDevAttrGlobalMemoryBusWidth;
+    }
     private static final int cudaDevAttrL2CacheSize = (int)38L;
     /**
      * {@snippet lang=c :
@@ -1490,6 +1553,24 @@ public class cudart_h extends cudart_h$shared {
      */
     public static int cudaDevAttrL2CacheSize() {
         return cudaDevAttrL2CacheSize;
+    }
+    private static final int cudaDevAttrMaxThreadsPerMultiProcessor = (int)39L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaDeviceAttr.cudaDevAttrMaxThreadsPerMultiProcessor = 39
+     * }
+     */
+    public static int cudaDevAttrMaxThreadsPerMultiProcessor() {
+        return cudaDevAttrMaxThreadsPerMultiProcessor;
+    }
+    private static final int cudaDevAttrAsyncEngineCount = (int)40L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaDeviceAttr.cudaDevAttrAsyncEngineCount = 40
+     * }
+     */
+    public static int cudaDevAttrAsyncEngineCount() {
+        return cudaDevAttrAsyncEngineCount;
     }
     private static final int cudaDevAttrComputeCapabilityMajor = (int)75L;
     /**
@@ -1509,6 +1590,42 @@ public class cudart_h extends cudart_h$shared {
     public static int cudaDevAttrComputeCapabilityMinor() {
         return cudaDevAttrComputeCapabilityMinor;
     }
+    private static final int cudaDevAttrMaxSharedMemoryPerMultiprocessor = (int)81L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaDeviceAttr.cudaDevAttrMaxSharedMemoryPerMultiprocessor = 81
+     * }
+     */
+    public static int cudaDevAttrMaxSharedMemoryPerMultiprocessor() {
+        return cudaDevAttrMaxSharedMemoryPerMultiprocessor;
+    }
+    private static final int cudaDevAttrManagedMemory = (int)83L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaDeviceAttr.cudaDevAttrManagedMemory = 83
+     * }
+     */
+    public static int cudaDevAttrManagedMemory() {
+        return cudaDevAttrManagedMemory;
+    }
+    private static final int cudaDevAttrConcurrentManagedAccess = (int)89L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaDeviceAttr.cudaDevAttrConcurrentManagedAccess = 89
+     * }
+     */
+    public static int cudaDevAttrConcurrentManagedAccess() {
+        return cudaDevAttrConcurrentManagedAccess;
+    }
+    private static final int cudaDevAttrComputePreemptionSupported = (int)90L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaDeviceAttr.cudaDevAttrComputePreemptionSupported = 90
+     * }
+     */
+    public static int cudaDevAttrComputePreemptionSupported() {
+        return cudaDevAttrComputePreemptionSupported;
+    }
     private static final int cudaDevAttrCooperativeLaunch = (int)95L;
     /**
      * {@snippet lang=c :
@@ -1526,6 +1643,15 @@ public class cudart_h extends cudart_h$shared {
      */
     public static int cudaDevAttrMaxSharedMemoryPerBlockOptin() {
         return cudaDevAttrMaxSharedMemoryPerBlockOptin;
+    }
+    private static final int cudaDevAttrMaxBlocksPerMultiprocessor = (int)106L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaDeviceAttr.cudaDevAttrMaxBlocksPerMultiprocessor = 106
+     * }
+     */
+    public static int cudaDevAttrMaxBlocksPerMultiprocessor() {
+        return cudaDevAttrMaxBlocksPerMultiprocessor;
     }
     private static final int cudaDevAttrMemoryPoolsSupported = (int)115L;
     /**
@@ -7452,6 +7578,68 @@ public class cudart_h extends cudart_h$shared {
                 traceDowncall("cudaGraphClone", pGraphClone, originalGraph);
             }
             return (int)mh$.invokeExact(pGraphClone, originalGraph);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaGraphNodeFindInClone {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaGraphNodeFindInClone").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaGraphNodeFindInClone"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphNodeFindInClone(cudaGraphNode_t *pNode, cudaGraphNode_t originalNode, cudaGraph_t clonedGraph)
+     * }
+     */
+    public static FunctionDescriptor cudaGraphNodeFindInClone$descriptor() {
+        return cudaGraphNodeFindInClone.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphNodeFindInClone(cudaGraphNode_t *pNode, cudaGraphNode_t originalNode, cudaGraph_t clonedGraph)
+     * }
+     */
+    public static MethodHandle cudaGraphNodeFindInClone$handle() {
+        return cudaGraphNodeFindInClone.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphNodeFindInClone(cudaGraphNode_t *pNode, cudaGraphNode_t originalNode, cudaGraph_t clonedGraph)
+     * }
+     */
+    public static MemorySegment cudaGraphNodeFindInClone$address() {
+        return cudaGraphNodeFindInClone.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphNodeFindInClone(cudaGraphNode_t *pNode, cudaGraphNode_t originalNode, cudaGraph_t clonedGraph)
+     * }
+     */
+    public static int cudaGraphNodeFindInClone(MemorySegment pNode, MemorySegment originalNode, MemorySegment clonedGraph) {
+        var mh$ = cudaGraphNodeFindInClone.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaGraphNodeFindInClone", pNode, originalNode, clonedGraph);
+            }
+            return (int)mh$.invokeExact(pNode, originalNode, clonedGraph);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {
