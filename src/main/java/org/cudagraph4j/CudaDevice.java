@@ -40,6 +40,22 @@ public final class CudaDevice {
                 p.sharedMemPerBlockOptinBytes(), p.l2CacheBytes(), p.maxThreadsPerBlock(), p.warpSize());
     }
 
+    /**
+     * Reads one attribute of this device ({@code cudaDeviceGetAttribute}), as NVIDIA's samples do for
+     * what {@link #properties()} does not carry: the clock rates, whether memory pools, managed memory
+     * or compute preemption are there, and the like. Does not change the current device.
+     *
+     * @param attribute what to read
+     * @return the value, in the unit the attribute's name says; 1 or 0 for an attribute that says
+     *     whether the device supports something
+     * @throws CudaException if the runtime refuses, e.g. for a device that is gone
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DEVICE.html">cudaDeviceGetAttribute</a>
+     */
+    public int attribute(DeviceAttribute attribute) {
+        Objects.requireNonNull(attribute, "attribute");
+        return Devices.attribute(ordinal, attribute.value(), attribute.cudaName());
+    }
+
     /** {@return free and total device memory in bytes, as {@code cudaMemGetInfo} reports them now} */
     public MemoryInfo memoryInfo() {
         Devices.use(ordinal);

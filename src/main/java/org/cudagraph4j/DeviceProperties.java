@@ -1,7 +1,9 @@
 package org.cudagraph4j;
 
 /**
- * What {@code cudaGetDeviceProperties} reports about a device, in the units its names say.
+ * What {@code cudaGetDeviceProperties} reports about a device, in the units its names say. For what
+ * it does not carry (clock rates, memory pools, managed memory, preemption…), read
+ * {@link CudaDevice#attribute(DeviceAttribute)}.
  *
  * @param name the marketing name, e.g. {@code NVIDIA H200}
  * @param major compute capability, major part

@@ -15,7 +15,8 @@ import org.junit.jupiter.api.Test;
 
 class CudaEnumTest {
     private static final List<Class<? extends CudaEnum>> ENUMS = List.of(CaptureMode.class, CaptureStatus.class,
-            GraphNodeType.class, InstantiateFlag.class, InstantiateResult.class, UpdateResult.class);
+            DeviceAttribute.class, GraphNodeType.class, InstantiateFlag.class, InstantiateResult.class,
+            UpdateResult.class);
 
     @Test
     void everyConstantIsFoundByItsValueAndValuesAreUnique() {

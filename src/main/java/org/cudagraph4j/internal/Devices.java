@@ -178,7 +178,13 @@ public final class Devices {
         return attribute(device, cudaDevAttrClusterLaunch(), "cudaDevAttrClusterLaunch") != 0;
     }
 
-    private static int attribute(int device, int attribute, String name) {
+    /**
+     * The value of {@code cudaDeviceAttr} {@code attribute}, named {@code name} in errors, for
+     * {@code device}; the device need not be current.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DEVICE.html">cudaDeviceGetAttribute</a>
+     */
+    public static int attribute(int device, int attribute, String name) {
         CudartLoader.ensureLoaded();
         return Out.intValue("cudaDeviceGetAttribute", name + ", device " + device,
                 (arena, value) -> cudaDeviceGetAttribute(value, attribute, device));
