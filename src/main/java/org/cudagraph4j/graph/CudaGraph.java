@@ -16,6 +16,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 import org.cudagraph4j.Cuda;
 import org.cudagraph4j.CudaDevice;
+import org.cudagraph4j.CudaEnum;
 import org.cudagraph4j.CudaEvent;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
@@ -114,6 +115,72 @@ public final class CudaGraph extends GraphResource {
     public static CudaGraph create() {
         return new CudaGraph(Graphs.create(), Devices.current(), List.of(), new HeldResources(),
                 new GraphAllocations());
+    }
+
+    /**
+     * Copies this graph ({@code cudaGraphClone}): a new graph on the same device with the same nodes,
+     * edges and node parameters, its child graphs copied too, as NVIDIA's samples clone a graph to
+     * instantiate or change the copy while the original stays as it is. The two are independent
+     * afterwards: a node added to one is not in the other, and either may be closed first.
+     *
+     * <p>The copy keeps alive what its nodes use, as this graph does (kernels' libraries, buffers,
+     * events, host functions, what child graphs use), until it is closed and the last executable
+     * made from it is. Its kernel nodes report the launches this graph's do
+     * ({@link GraphNode#kernelParams()}), so that an executable of the copy updates them node by
+     * node, and {@link GraphArchive} saves the copy, as they do this graph.
+     *
+     * @return the copy, which the caller closes
+     * @throws IllegalStateException if this graph is closed; if it is a conditional node's body, which
+     *     runs only inside the graph that holds the node; or if it holds a conditional, memory allocation
+     *     or memory free node, at any depth of child graphs, which CUDA does not clone
+     * @throws org.cudagraph4j.error.CudaException if the runtime fails to clone, e.g. out of memory
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphClone</a>
+     */
+    public CudaGraph copy() {
+        MemorySegment graph = handle();
+        if (body) {
+            throw new IllegalStateException("cannot copy " + this + ": a conditional node's body runs only inside the "
+                    + "graph that holds its node, and CUDA does not clone a graph with conditional nodes");
+        }
+        if (!conditionals.isEmpty()) {
+            throw notCloned(GraphNodeType.CONDITIONAL);
+        }
+        if (allocations.any()) {
+            throw notCloned(GraphNodeType.MEM_ALLOC);
+        }
+        GraphNodeType refused = firstNotCloned(graph); // another library's, captured
+        if (refused != null) {
+            throw notCloned(refused);
+        }
+        KernelNodes launches = kernelNodes();
+        HeldResources copyHeld = new HeldResources();
+        copyHeld.holdCounts(useCounts());
+        MemorySegment clone;
+        try {
+            useDevice();
+            clone = Graphs.clone(graph);
+        } catch (RuntimeException e) {
+            copyHeld.dropAll();
+            throw e;
+        }
+        CudaGraph copy;
+        try {
+            copy = new CudaGraph(clone, device, List.of(), copyHeld, new GraphAllocations());
+        } catch (RuntimeException e) {
+            copyHeld.dropAll();
+            Graphs.destroy(clone);
+            throw e;
+        }
+        try {
+            // The copy's nodes are new handles: carry each kernel node's launch over to its counterpart.
+            launches.forEach((node, entry) -> copy.kernelNodes.add(
+                    Graphs.findInClone(MemorySegment.ofAddress(node), clone).address(), entry.launch(),
+                    entry.uses()));
+        } catch (RuntimeException e) {
+            copy.close();
+            throw e;
+        }
+        return copy;
     }
 
     /**
@@ -918,6 +985,33 @@ public final class CudaGraph extends GraphResource {
     private String bodyRule(GraphNodeType type) {
         return this + " is a conditional node's body, where CUDA allows only kernel, empty, child graph, memset, "
                 + "memcpy and conditional nodes, not a " + type + " node";
+    }
+
+    /** The node kinds CUDA does not clone ({@code cudaGraphClone}). */
+    private static final Set<GraphNodeType> NOT_CLONED = EnumSet.of(GraphNodeType.MEM_ALLOC, GraphNodeType.MEM_FREE,
+            GraphNodeType.CONDITIONAL);
+
+    /** The kind of the first node of {@code graph}, at any depth, that CUDA does not clone; {@code null} if none. */
+    private static GraphNodeType firstNotCloned(MemorySegment graph) {
+        for (MemorySegment node : Graphs.nodes(graph)) {
+            GraphNodeType type = CudaEnum.find(GraphNodeType.class, Graphs.nodeType(node)).orElse(null);
+            if (type != null && NOT_CLONED.contains(type)) {
+                return type;
+            }
+            if (type == GraphNodeType.GRAPH) {
+                GraphNodeType nested = firstNotCloned(Graphs.childGraph(node));
+                if (nested != null) {
+                    return nested;
+                }
+            }
+        }
+        return null;
+    }
+
+    private IllegalStateException notCloned(GraphNodeType type) {
+        return new IllegalStateException("cannot copy " + this + ": it holds a " + type + " node, and CUDA does not "
+                + "clone a graph with conditional, memory allocation or memory free nodes; build or capture the graph "
+                + "again instead");
     }
 
     /** Refuses a child graph with a node kind a body may not hold, at any depth. */

@@ -68,6 +68,15 @@ final class KernelNodes {
     }
 
     /**
+     * Hands every entry to {@code visitor}, node by node: the captured runs', resolved first, and
+     * those of the nodes added since.
+     */
+    void forEach(NodeIndex.Visitor<Entry> visitor) {
+        captured.index().forEach(visitor);
+        added.forEach(visitor::visit);
+    }
+
+    /**
      * Resolves the captured runs now, before a node or an edge is added: the walk from each run's
      * last node relies on the dependencies the capture made, and a run's last node may be the
      * graph's sink as the capture left it.

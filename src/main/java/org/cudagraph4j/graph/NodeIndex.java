@@ -96,6 +96,22 @@ final class NodeIndex<V> {
         return null;
     }
 
+    /** What {@link #forEach} hands each entry to. */
+    @FunctionalInterface
+    interface Visitor<V> {
+        void visit(long node, V value);
+    }
+
+    /** Hands every entry to {@code visitor}, in no particular order. */
+    @SuppressWarnings("unchecked") // only put stores values, all of type V
+    void forEach(Visitor<? super V> visitor) {
+        for (int slot = 0; slot < keys.length; slot++) {
+            if (keys[slot] != 0) {
+                visitor.visit(keys[slot], (V) values[slot]);
+            }
+        }
+    }
+
     /** Addresses are aligned, so their low bits say little: a multiplicative hash spreads them. */
     private int slot(long node) {
         return (int) ((node * 0x9E3779B97F4A7C15L) >>> 32) & mask;

@@ -187,6 +187,27 @@ public final class Graphs {
     }
 
     /**
+     * A copy of {@code graph} with every node and edge, child graphs copied too; each changes
+     * independently of the other afterwards. CUDA does not clone a graph that holds memory
+     * allocation, memory free or conditional nodes.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphClone</a>
+     */
+    public static MemorySegment clone(MemorySegment graph) {
+        return Out.pointer("cudaGraphClone", null, (arena, clone) -> cudaGraphClone(clone, graph));
+    }
+
+    /**
+     * The node of {@code clone} that {@code node}, a node of the graph it was cloned from, became.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphNodeFindInClone</a>
+     */
+    public static MemorySegment findInClone(MemorySegment node, MemorySegment clone) {
+        return Out.pointer("cudaGraphNodeFindInClone", null,
+                (arena, found) -> cudaGraphNodeFindInClone(found, node, clone));
+    }
+
+    /**
      * Destroys {@code graph} and its nodes.
      *
      * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphDestroy</a>
