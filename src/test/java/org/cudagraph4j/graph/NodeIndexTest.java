@@ -53,4 +53,18 @@ class NodeIndexTest {
         index.put(16, 7L);
         assertEquals(7L, index.get(16));
     }
+
+    @Test
+    void forEachVisitsEveryEntryOnceAndAnEmptyIndexNone() {
+        NodeIndex<Long> index = new NodeIndex<>(2);
+        for (long i = 1; i <= 100; i++) {
+            index.put(i << 4, i * 3);
+        }
+        Map<Long, Long> visited = new HashMap<>();
+        index.forEach((node, value) -> assertNull(visited.put(node, value), "node " + node + " visited twice"));
+        assertEquals(100, visited.size());
+        visited.forEach((node, value) -> assertEquals((node >> 4) * 3, value));
+        NodeIndex.<Long>empty().forEach((node, value) -> visited.clear());
+        assertEquals(100, visited.size(), "the empty index visits nothing");
+    }
 }
