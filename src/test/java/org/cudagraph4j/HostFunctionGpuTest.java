@@ -197,7 +197,7 @@ class HostFunctionGpuTest {
         closedGraph.close();
         assertThrows(IllegalStateException.class, () -> closedGraph.addHostFunction(() -> { }));
         try (CudaGraph graph = CudaGraph.create()) {
-            CudaGraph body = graph.ifThen(graph.conditionalHandle()).body();
+            CudaGraph body = graph.ifThen(graph.conditionalHandle(0, true)).body();
             IllegalStateException inBody = assertThrows(IllegalStateException.class,
                     () -> body.addHostFunction(() -> { }));
             assertTrue(inBody.getMessage().contains("not a HOST node"), inBody.getMessage());

@@ -14,6 +14,11 @@ import org.cudagraph4j.internal.Graphs;
  * kernel of your own as an {@code unsigned long long} argument); and, when the handle
  * {@linkplain #resetsEachLaunch() resets}, to {@link #defaultValue()} at the start of each launch.
  *
+ * <p>The factories without arguments follow CUDA: {@code cudaGraphConditionalHandleCreate} with no
+ * default value and no flags makes a handle that a launch does not reset, so a kernel sets the
+ * value before the node reads it. A handle that resets is asked for by name:
+ * {@code conditionalHandle(defaultValue, true)} ({@code cudaGraphCondAssignDefault}).
+ *
  * <p>Thread safety: immutable.
  */
 public final class ConditionalHandle {
@@ -51,8 +56,8 @@ public final class ConditionalHandle {
 
     /**
      * Whether each launch of the executable starts the value at {@link #defaultValue()}
-     * ({@code cudaGraphCondAssignDefault}). Otherwise it keeps what the device last set, and nothing
-     * but a kernel sets it before the first use.
+     * ({@code cudaGraphCondAssignDefault}). Otherwise a launch does not reset it, and nothing but a
+     * kernel sets it before the node reads it.
      *
      * @return whether the value is reset at each launch
      */

@@ -17,8 +17,8 @@ import org.cudagraph4j.LaunchConfig;
  *
  * <pre>{@code
  * try (ConditionalKernels kernels = ConditionalKernels.load(); CudaGraph graph = CudaGraph.create()) {
- *     ConditionalHandle flag = graph.conditionalHandle();
- *     GraphNode set = graph.addKernel(kernels.set(flag, flagBuffer));    // flag = flagBuffer[0]
+ *     ConditionalHandle flag = graph.conditionalHandle();                // not reset at launch, so
+ *     GraphNode set = graph.addKernel(kernels.set(flag, flagBuffer));    // flag = flagBuffer[0] each time
  *     ConditionalNode branch = graph.ifThen(flag, set);
  *     branch.body().addKernel(work);                                   // runs when flagBuffer[0] != 0
  * }

@@ -498,14 +498,18 @@ public final class CudaGraph extends GraphResource {
     }
 
     /**
-     * A handle for this graph's conditional nodes, starting at 0 on every launch.
+     * A handle for this graph's conditional nodes with CUDA's defaults
+     * ({@code cudaGraphConditionalHandleCreate} with no default value and no flags): a launch does
+     * not reset the value, so a kernel upstream of the node must set it before the node reads it, as
+     * {@link ConditionalKernels#set} does. For a value that every launch starts at, use
+     * {@link #conditionalHandle(int, boolean) conditionalHandle(defaultValue, true)}.
      *
-     * @return the new handle; it lives as long as this graph
+     * @return the new handle, with {@link ConditionalHandle#resetsEachLaunch()} false; it lives as long
+     *     as this graph
      * @throws IllegalStateException if this graph is closed
-     * @see #conditionalHandle(int, boolean)
      */
     public ConditionalHandle conditionalHandle() {
-        return conditionalHandle(0, true);
+        return conditionalHandle(0, false);
     }
 
     /**
@@ -513,8 +517,8 @@ public final class CudaGraph extends GraphResource {
      *
      * @param defaultValue the value at the start of each launch, if {@code resetEachLaunch}
      * @param resetEachLaunch whether each launch starts at {@code defaultValue}
-     *     ({@code cudaGraphCondAssignDefault}); if not, the value is what the device last set, so a
-     *     kernel must set it before the node first runs
+     *     ({@code cudaGraphCondAssignDefault}); if not, a launch does not reset the value, so a
+     *     kernel must set it before the node reads it
      * @return the new handle; it lives as long as this graph
      * @throws IllegalStateException if this graph is closed
      */

@@ -94,14 +94,16 @@ public final class StreamCapture implements AutoCloseable {
     }
 
     /**
-     * A handle for conditional nodes of the graph being captured, starting at 0 on every launch.
+     * A handle for conditional nodes of the graph being captured, with CUDA's defaults, as
+     * {@link CudaGraph#conditionalHandle()} makes one: a launch does not reset the value, so a kernel
+     * captured before the node must set it. For a value that every launch starts at, use
+     * {@link #conditionalHandle(int, boolean) conditionalHandle(defaultValue, true)}.
      *
-     * @return the new handle
-     * @throws IllegalStateException if the capture has ended
-     * @see #conditionalHandle(int, boolean)
+     * @return the new handle, with {@link ConditionalHandle#resetsEachLaunch()} false
+     * @throws IllegalStateException if the capture has ended, or the stream is not capturing
      */
     public ConditionalHandle conditionalHandle() {
-        return conditionalHandle(0, true);
+        return conditionalHandle(0, false);
     }
 
     /**

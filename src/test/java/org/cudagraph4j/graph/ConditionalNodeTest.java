@@ -85,7 +85,7 @@ class ConditionalNodeTest {
     void ifThenRunsItsBodyOnlyWhenTheValueTheDeviceReadIsNonZero() {
         try (DeviceBuffer flag = ints(0); DeviceBuffer out = gpu.device().allocateFloats(N);
                 CudaGraph graph = CudaGraph.create()) {
-            ConditionalHandle condition = graph.conditionalHandle();
+            ConditionalHandle condition = graph.conditionalHandle(0, true);
             GraphNode set = graph.addKernel(kernels.set(condition, flag));
             ConditionalNode branch = graph.ifThen(condition, set);
             assertEquals(ConditionalType.IF, branch.type());
@@ -113,10 +113,54 @@ class ConditionalNodeTest {
     }
 
     @Test
-    void ifThenElseRunsExactlyOneOfItsBodies() {
+    void handlesWithCudasDefaultsAreNotResetAndFollowTheKernelThatSetsThemAtEachLaunch() {
         try (DeviceBuffer flag = ints(0); DeviceBuffer out = gpu.device().allocateFloats(N);
                 CudaGraph graph = CudaGraph.create()) {
             ConditionalHandle condition = graph.conditionalHandle();
+            assertFalse(condition.resetsEachLaunch());
+            assertEquals(0, condition.defaultValue());
+            ConditionalNode branch = graph.ifThen(condition, graph.addKernel(kernels.set(condition, flag)));
+            branch.body().addKernel(pattern(out, 2f, 1f));
+            try (GraphExec exec = graph.instantiate()) {
+                for (int value : new int[] {1, 0, 5, 0}) {
+                    flag.copyFrom(new int[] {value});
+                    out.memset(0xFF);
+                    run(exec);
+                    float[] result = out.toFloatArray();
+                    if (value != 0) {
+                        assertArrayEquals(expectedPattern(2f, 1f), result, "flag " + value);
+                    } else {
+                        assertTrue(Float.isNaN(result[N - 1]), "flag 0 must leave the poisoned output alone");
+                    }
+                }
+            }
+        }
+        try (DeviceBuffer flag = ints(1); DeviceBuffer out = gpu.device().allocateFloats(N)) {
+            CudaGraph graph;
+            try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
+                ConditionalHandle condition = capture.conditionalHandle();
+                assertFalse(condition.resetsEachLaunch());
+                kernels.set(condition, flag).launch(gpu.stream());
+                capture.ifThen(condition).body().addKernel(pattern(out, -1f, 4f));
+                graph = capture.end();
+            }
+            try (graph; GraphExec exec = graph.instantiate()) {
+                out.memset(0xFF);
+                run(exec);
+                assertArrayEquals(expectedPattern(-1f, 4f), out.toFloatArray());
+                flag.copyFrom(new int[] {0});
+                out.memset(0xFF);
+                run(exec);
+                assertTrue(Float.isNaN(out.toFloatArray()[N - 1]), "flag 0 must leave the poisoned output alone");
+            }
+        }
+    }
+
+    @Test
+    void ifThenElseRunsExactlyOneOfItsBodies() {
+        try (DeviceBuffer flag = ints(0); DeviceBuffer out = gpu.device().allocateFloats(N);
+                CudaGraph graph = CudaGraph.create()) {
+            ConditionalHandle condition = graph.conditionalHandle(0, true);
             ConditionalNode branch = graph.ifThenElse(condition, graph.addKernel(kernels.set(condition, flag)));
             branch.body().addKernel(pattern(out, 1f, 100f));
             branch.elseBody().addKernel(pattern(out, -1f, -100f));
@@ -137,7 +181,7 @@ class ConditionalNodeTest {
         int cases = 3;
         try (DeviceBuffer index = ints(0); DeviceBuffer out = gpu.device().allocateFloats(N);
                 CudaGraph graph = CudaGraph.create()) {
-            ConditionalHandle condition = graph.conditionalHandle();
+            ConditionalHandle condition = graph.conditionalHandle(0, true);
             ConditionalNode choice = graph.switchOf(condition, cases, graph.addKernel(kernels.set(condition, index)));
             for (int c = 0; c < cases; c++) {
                 choice.caseBody(c).addKernel(pattern(out, c + 1f, 10f * c));
@@ -165,7 +209,7 @@ class ConditionalNodeTest {
                 DeviceBuffer sum = gpu.device().allocateFloats(N); CudaGraph graph = CudaGraph.create()) {
             ones.copyFrom(filled(1f));
             sum.copyFrom(filled(0f));
-            ConditionalHandle condition = graph.conditionalHandle();
+            ConditionalHandle condition = graph.conditionalHandle(0, true);
             ConditionalNode loop = graph.whileLoop(condition, graph.addKernel(kernels.set(condition, remaining)));
             GraphNode add = loop.body().addKernel(axpy(0.5f, ones, sum));
             loop.body().addKernel(kernels.countDown(condition, remaining), add);
@@ -195,7 +239,7 @@ class ConditionalNodeTest {
         }
         try (DeviceBuffer value = gpu.device().allocateFloats(N); CudaGraph graph = CudaGraph.create()) {
             value.copyFrom(filled(start));
-            ConditionalHandle condition = graph.conditionalHandle();
+            ConditionalHandle condition = graph.conditionalHandle(0, true);
             ConditionalNode loop = graph.whileLoop(condition,
                     graph.addKernel(kernels.setIfGreater(condition, value, threshold)));
             GraphNode halve = loop.body().addKernel(axpy(-0.5f, value, value));
@@ -214,10 +258,10 @@ class ConditionalNodeTest {
         LiveResources before = Cuda.liveResources();
         try (DeviceBuffer flag = ints(1); DeviceBuffer index = ints(1);
                 DeviceBuffer out = gpu.device().allocateFloats(N); CudaGraph graph = CudaGraph.create()) {
-            ConditionalHandle outer = graph.conditionalHandle();
+            ConditionalHandle outer = graph.conditionalHandle(0, true);
             ConditionalNode branch = graph.ifThen(outer, graph.addKernel(kernels.set(outer, flag)));
             CudaGraph body = branch.body();
-            ConditionalHandle inner = body.conditionalHandle();
+            ConditionalHandle inner = body.conditionalHandle(0, true);
             ConditionalNode choice = body.switchOf(inner, 2, body.addKernel(kernels.set(inner, index)));
             DeviceBuffer scratch = gpu.device().allocateFloats(N);
             // Poisoned: initcheck checks a graph's memcpy source at launch, before the kernel that
@@ -247,7 +291,7 @@ class ConditionalNodeTest {
             ConditionalNode branch;
             ConditionalNode choice;
             try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
-                ConditionalHandle condition = capture.conditionalHandle();
+                ConditionalHandle condition = capture.conditionalHandle(0, true);
                 kernels.set(condition, flag).launch(gpu.stream());
                 branch = capture.ifThen(condition);
                 branch.body().addKernel(pattern(out, 1f, 5f));
@@ -291,12 +335,12 @@ class ConditionalNodeTest {
             sum.copyFrom(filled(0f));
             CudaGraph graph;
             try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
-                ConditionalHandle which = capture.conditionalHandle();
+                ConditionalHandle which = capture.conditionalHandle(0, true);
                 kernels.set(which, flag).launch(gpu.stream());
                 ConditionalNode branch = capture.ifThenElse(which);
                 branch.body().addKernel(pattern(out, 1f, 0f));
                 branch.elseBody().addKernel(pattern(out, -1f, 0f));
-                ConditionalHandle more = capture.conditionalHandle();
+                ConditionalHandle more = capture.conditionalHandle(0, true);
                 kernels.set(more, count).launch(gpu.stream());
                 ConditionalNode loop = capture.whileLoop(more);
                 loop.body().addKernel(kernels.countDown(more, count), loop.body().addKernel(axpy(1f, ones, sum)));
@@ -320,7 +364,7 @@ class ConditionalNodeTest {
     void bodiesRefuseTheNodeKindsCudaForbidsThereNamingTheRule() {
         try (CudaGraph graph = CudaGraph.create(); CudaEvent event = gpu.device().createEvent();
                 CudaGraph withEvent = CudaGraph.create(); DeviceBuffer flag = ints(1)) {
-            ConditionalHandle condition = graph.conditionalHandle();
+            ConditionalHandle condition = graph.conditionalHandle(0, true);
             CudaGraph body = graph.ifThen(condition).body();
             IllegalStateException record = assertThrows(IllegalStateException.class, () -> body.addEventRecord(event));
             assertTrue(record.getMessage().endsWith("is a conditional node's body, where CUDA allows only kernel, "
@@ -351,7 +395,7 @@ class ConditionalNodeTest {
     @Test
     void misuseOfHandlesAndNodesIsNamed() {
         try (CudaGraph graph = CudaGraph.create(); CudaGraph other = CudaGraph.create()) {
-            ConditionalHandle foreign = other.conditionalHandle();
+            ConditionalHandle foreign = other.conditionalHandle(0, true);
             IllegalArgumentException wrongGraph = assertThrows(IllegalArgumentException.class,
                     () -> graph.ifThen(foreign));
             assertTrue(wrongGraph.getMessage().endsWith("was made for another graph: a conditional node takes a handle "
@@ -371,13 +415,13 @@ class ConditionalNodeTest {
                     () -> graph.whileLoop(condition));
             assertEquals(condition + " already drives a conditional node, and CUDA allows one node per handle: make "
                     + "another handle", reused.getMessage());
-            ConditionalNode loop = graph.whileLoop(graph.conditionalHandle());
-            assertThrows(IllegalStateException.class, () -> graph.switchOf(graph.conditionalHandle(), 2).body());
+            ConditionalNode loop = graph.whileLoop(graph.conditionalHandle(0, true));
+            assertThrows(IllegalStateException.class, () -> graph.switchOf(graph.conditionalHandle(0, true), 2).body());
             assertEquals(ConditionalType.WHILE, loop.type());
             assertEquals(List.of(ConditionalType.IF, ConditionalType.WHILE, ConditionalType.SWITCH),
                     graph.nodes().stream().map(n -> n.conditional().orElseThrow().type()).toList());
             try (CudaGraph lonely = CudaGraph.create()) {
-                lonely.conditionalHandle();
+                lonely.conditionalHandle(0, true);
                 lonely.addEmpty();
                 GraphInstantiateException unused = assertThrows(GraphInstantiateException.class, lonely::instantiate);
                 assertEquals(InstantiateResult.CONDITIONAL_HANDLE_UNUSED, unused.result(), unused.getMessage());
@@ -394,7 +438,7 @@ class ConditionalNodeTest {
     void aGraphWithConditionalNodesHasOneExecutableAtATime() {
         try (CudaGraph graph = CudaGraph.create(); DeviceBuffer flag = ints(1);
                 DeviceBuffer out = gpu.device().allocateFloats(N)) {
-            ConditionalHandle condition = graph.conditionalHandle();
+            ConditionalHandle condition = graph.conditionalHandle(0, true);
             graph.ifThen(condition, graph.addKernel(kernels.set(condition, flag))).body()
                     .addKernel(pattern(out, 1f, 0f));
             GraphExec first = graph.instantiate();
@@ -414,7 +458,7 @@ class ConditionalNodeTest {
     void describeAndDotShowConditionalNodesAndTheirBodies() {
         try (CudaGraph graph = CudaGraph.create(); DeviceBuffer flag = ints(1);
                 DeviceBuffer out = gpu.device().allocateFloats(N)) {
-            ConditionalHandle condition = graph.conditionalHandle();
+            ConditionalHandle condition = graph.conditionalHandle(0, true);
             ConditionalNode branch = graph.ifThenElse(condition, graph.addKernel(kernels.set(condition, flag)));
             branch.body().addKernel(pattern(out, 1f, 0f));
             branch.elseBody().addMemset(out, 0);

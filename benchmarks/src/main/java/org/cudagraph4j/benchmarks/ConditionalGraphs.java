@@ -83,7 +83,7 @@ public class ConditionalGraphs {
             free = freeBytes();
             began = System.nanoTime();
             try (CudaGraph graph = CudaGraph.create()) {
-                ConditionalHandle bucket = graph.conditionalHandle();
+                ConditionalHandle bucket = graph.conditionalHandle(0, true);
                 GraphNode set = graph.addKernel(kernels.set(bucket, index));
                 ConditionalNode choice = graph.switchOf(bucket, BUCKETS, set);
                 for (int b = 0; b < BUCKETS; b++) {
@@ -149,7 +149,7 @@ public class ConditionalGraphs {
             hostFlag = Cuda.allocatePinned(Integer.BYTES);
             KernelLaunch empty = KernelLaunch.of(gpu.empty, LaunchConfig.of(Gpu.ONE, Gpu.ONE));
             try (CudaGraph graph = CudaGraph.create()) {
-                ConditionalHandle more = graph.conditionalHandle();
+                ConditionalHandle more = graph.conditionalHandle(0, true);
                 ConditionalNode loop = graph.whileLoop(more, graph.addKernel(kernels.set(more, remaining)));
                 loop.body().addKernel(kernels.countDown(more, remaining), loop.body().addKernel(empty));
                 whileExec = gpu.ready(graph);
@@ -158,7 +158,7 @@ public class ConditionalGraphs {
             // host reads back. CUDA refuses to instantiate a graph with a handle no conditional node
             // reads, so the count-down's handle drives an IF with an empty body.
             try (CudaGraph graph = CudaGraph.create()) {
-                ConditionalHandle flag = graph.conditionalHandle();
+                ConditionalHandle flag = graph.conditionalHandle(0, true);
                 graph.ifThen(flag, graph.addKernel(kernels.countDown(flag, remaining), graph.addKernel(empty)));
                 oneRound = gpu.ready(graph);
             }
