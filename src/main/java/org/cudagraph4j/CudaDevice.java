@@ -48,7 +48,10 @@ public final class CudaDevice {
      * @param attribute what to read
      * @return the value, in the unit the attribute's name says; 1 or 0 for an attribute that says
      *     whether the device supports something
-     * @throws CudaException if the runtime refuses, e.g. for a device that is gone
+     * @throws CudaException naming {@code cudaErrorInvalidValue} where the device does not report the
+     *     attribute (CUDA 13's {@code cudaDeviceProp} no longer holds the clock rates, and NVIDIA's
+     *     samples take that error for the clock rate as "not reported"); or another error if the
+     *     runtime fails, e.g. for a device that is gone
      * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DEVICE.html">cudaDeviceGetAttribute</a>
      */
     public int attribute(DeviceAttribute attribute) {
