@@ -28,7 +28,6 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
-import sun.misc.Signal;
 
 /**
  * The inference server's command line: serves a model file (FP32, FP16 or BF16, as the file holds
@@ -165,7 +164,12 @@ public final class ServerCommand implements Callable<Integer> {
             description = "How long a stop lets requests in flight finish (10s).")
     Duration shutdownTimeout = ServerLimits.defaults().shutdownTimeout();
 
+    /** Counted down when the JVM begins to shut down ({@code SIGTERM}, {@code SIGINT}). */
     private final CountDownLatch stop = new CountDownLatch(1);
+    /** Counted down once the server has drained and said so. */
+    private final CountDownLatch stopped = new CountDownLatch(1);
+    /** Whether the server drained and said so, written before {@link #stopped} is counted down. */
+    private volatile boolean graceful;
 
     /**
      * Runs the command line.
@@ -320,27 +324,45 @@ public final class ServerCommand implements Callable<Integer> {
         Recording recording = flightRecording == null ? null : record();
         InferenceServer server = new InferenceServer(served == null ? null : name, served, generator, host, port,
                 limits());
-        for (String signal : new String[] {"TERM", "INT"}) {
-            Signal.handle(new Signal(signal), ignored -> stop.countDown());
+        // A shutdown hook, not a signal handler: SIGTERM and SIGINT start the JVM's shutdown, which
+        // runs the hook; it lets the main thread drain the server, then ends the process.
+        Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().name("InferenceServer-stop").unstarted(() -> {
+            stop.countDown();
+            try {
+                stopped.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+            if (graceful) {
+                // The JVM would otherwise exit 143 (130 for SIGINT); the stop drained the server, so 0.
+                Runtime.getRuntime().halt(0);
+            }
+        }));
+        try {
+            String url = "http://" + host + ":" + server.port();
+            if (served != null) {
+                out.println("serving " + name + " on " + url + " on " + where);
+            }
+            if (generator != null) {
+                out.println("serving " + generator.name() + " on " + url + " on " + generatorWhere);
+            }
+            out.flush();
+            stop.await();
+            boolean drained = server.shutdown();
+            if (recording != null) {
+                recording.stop();
+                recording.dump(flightRecording);
+                recording.close();
+            }
+            out.println("stopped" + (drained ? "" : "; some requests did not finish within " + shutdownTimeout
+                    + " and were answered 503"));
+            out.flush();
+            graceful = true;
+            return 0;
+        } finally {
+            stopped.countDown(); // the hook ends the process; after a failure, with the failure's status
         }
-        String url = "http://" + host + ":" + server.port();
-        if (served != null) {
-            out.println("serving " + name + " on " + url + " on " + where);
-        }
-        if (generator != null) {
-            out.println("serving " + generator.name() + " on " + url + " on " + generatorWhere);
-        }
-        out.flush();
-        stop.await();
-        boolean drained = server.shutdown();
-        if (recording != null) {
-            recording.stop();
-            recording.dump(flightRecording);
-            recording.close();
-        }
-        out.println("stopped" + (drained ? "" : "; some requests did not finish within " + shutdownTimeout
-                + " and were answered 503"));
-        return 0;
     }
 
     /** The Llama model's name: {@code --llama-name}, else the checkpoint directory's name. */
