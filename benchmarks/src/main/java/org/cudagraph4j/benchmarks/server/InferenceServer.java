@@ -1,6 +1,11 @@
 package org.cudagraph4j.benchmarks.server;
 
+import io.helidon.http.HeaderValues;
+import io.helidon.webserver.CloseConnectionException;
 import io.helidon.webserver.WebServer;
+import io.helidon.webserver.http.FilterChain;
+import io.helidon.webserver.http.RoutingRequest;
+import io.helidon.webserver.http.RoutingResponse;
 import java.io.PrintWriter;
 import java.time.Duration;
 
@@ -75,7 +80,8 @@ public final class InferenceServer implements AutoCloseable {
                 // prologue, so the connections are bounded instead.
                 .maxTcpConnections(limits.maxConnections())
                 .directHandlers(MalformedHttp.handlers())
-                .routing(routing -> routing.register(service).error(Throwable.class, service::unexpected))
+                .routing(routing -> routing.addFilter(InferenceServer::closeWhenAnswerSaysSo).register(service)
+                        .error(Throwable.class, service::unexpected))
                 .build()
                 .start();
     }
@@ -101,6 +107,18 @@ public final class InferenceServer implements AutoCloseable {
      */
     public InferenceServer(TextGenerator generator, int port, ServerLimits limits) {
         this(null, null, generator, "127.0.0.1", port, limits);
+    }
+
+    /**
+     * Closes the connection after an answer that says {@code Connection: close}. Helidon 4.5 writes
+     * the header but reads on, so the bytes after a body it could not frame (a bad chunk) would be
+     * read as a request of their own.
+     */
+    private static void closeWhenAnswerSaysSo(FilterChain chain, RoutingRequest req, RoutingResponse res) {
+        chain.proceed();
+        if (res.isSent() && res.headers().contains(HeaderValues.CONNECTION_CLOSE)) {
+            throw new CloseConnectionException("the answer closes the connection");
+        }
     }
 
     /** The port the server listens on. */
