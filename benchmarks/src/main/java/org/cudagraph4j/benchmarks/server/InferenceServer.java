@@ -3,6 +3,7 @@ package org.cudagraph4j.benchmarks.server;
 import io.helidon.http.HeaderValues;
 import io.helidon.webserver.CloseConnectionException;
 import io.helidon.webserver.WebServer;
+import io.helidon.webserver.http1.Http1Config;
 import io.helidon.webserver.http.FilterChain;
 import io.helidon.webserver.http.RoutingRequest;
 import io.helidon.webserver.http.RoutingResponse;
@@ -13,7 +14,8 @@ import java.time.Duration;
  * A Helidon SE web server (one virtual thread per request) that serves one model over the HTTP/REST
  * side of the Open Inference Protocol (KServe v2), through {@link InferenceService}, a generative
  * model through the protocol's generate extension, or one of each; its command line is
- * {@link ServerCommand}.
+ * {@link ServerCommand}. HTTP/1.0 requests are answered in HTTP/1.0 and chunked bodies are framed
+ * strictly, by {@link Http1Framing} in front of Helidon's HTTP/1.1.
  *
  * <p>Stopping is graceful ({@link #shutdown()}, also on {@code SIGTERM} from the command line):
  * readiness turns false and new inference requests are answered {@code 503}, requests in flight
@@ -69,6 +71,9 @@ public final class InferenceServer implements AutoCloseable {
                 .host(host)
                 .port(port)
                 .shutdownHook(false) // the command line stops it, draining first
+                // Helidon's HTTP/1.1, behind the framing that serves HTTP/1.0 and checks chunked bodies.
+                .protocolsDiscoverServices(false)
+                .addConnectionSelector(new Http1Framing(Http1Config.create()))
                 .useNio(false).idleConnectionTimeout(limits.readTimeout())
                 .idleConnectionPeriod(limits.readTimeout().dividedBy(4))
                 // Without TCP_NODELAY (Helidon's default leaves Nagle on), a large binary answer's last

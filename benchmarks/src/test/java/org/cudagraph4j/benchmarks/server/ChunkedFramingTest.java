@@ -86,4 +86,27 @@ class ChunkedFramingTest {
     void aBadChunkSizeLineIsA400AndTheRestIsNotReadAsARequest() throws IOException {
         assertOneRefusalAndClosed(exchange(HEAD + "zz\r\n" + FOLLOWING));
     }
+
+    @Test
+    void bytesOtherThanCrlfAfterChunkDataAreA400AndTheConnectionCloses() throws IOException {
+        String body = TestClient.request(1, 4, 1, 2, 3, 4);
+        String answer = exchange(HEAD + Integer.toHexString(body.length()) + "\r\n" + body + "XY" + "0\r\n\r\n"
+                + FOLLOWING);
+        assertOneRefusalAndClosed(answer);
+        assertTrue(answer.contains("chunk data is not followed by CRLF"), answer);
+    }
+
+    @Test
+    void chunkedBodiesOnOneConnectionAreEachAnswered() throws IOException {
+        String body = TestClient.request(1, 4, 1, 2, 3, 4);
+        String chunks = Integer.toHexString(10) + "\r\n" + body.substring(0, 10) + "\r\n"
+                + Integer.toHexString(body.length() - 10) + "\r\n" + body.substring(10) + "\r\n0\r\n\r\n";
+        String answer = exchange(HEAD + chunks + HEAD.replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n")
+                + chunks);
+        Matcher status = STATUS_LINE.matcher(answer);
+        for (int i = 0; i < 2; i++) {
+            assertTrue(status.find(), answer);
+            assertEquals("200", status.group(1), answer);
+        }
+    }
 }
