@@ -99,7 +99,7 @@ public final class ChartSheet {
         styler.setLegendBorderColor(Color.WHITE);
         styler.setLegendPosition(Styler.LegendPosition.OutsideS);
         int legendWidth = 0;
-        for (Series series : chart.getSeriesMap().values()) {
+        for (Series series : chart.getSeriesCollection()) {
             if (series.isShowInLegend()) {
                 // The marker or line before each name, and the gaps around it.
                 legendWidth += styler.getLegendSeriesLineLength() + 3 * styler.getLegendPadding()
@@ -203,7 +203,7 @@ public final class ChartSheet {
             for (Panel panel : row.panels()) {
                 description.append('\n').append(panel.title().isEmpty() ? "" : panel.title() + ": ");
                 description.append(panel.chart() == null ? panel.message() : String.join(", ",
-                        panel.chart().getSeriesMap().values().stream().filter(Series::isShowInLegend)
+                        panel.chart().getSeriesCollection().stream().filter(Series::isShowInLegend)
                                 .map(Series::getName).toList()));
             }
         }

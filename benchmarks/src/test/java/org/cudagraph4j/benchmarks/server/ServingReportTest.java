@@ -143,7 +143,7 @@ class ServingReportTest {
         assertEquals(1000, chart.getStyler().getXAxisMax());
         assertEquals(0.1, chart.getStyler().getYAxisMin(), 1e-12);
         assertEquals(100, chart.getStyler().getYAxisMax(), 1e-9);
-        assertFalse(chart.getSeriesMap().keySet().stream().anyMatch(name -> name.endsWith("not sustained")),
+        assertFalse(chart.getSeriesCollection().stream().anyMatch(series -> series.getName().endsWith("not sustained")),
                 "every point sustained: no rings");
     }
 
