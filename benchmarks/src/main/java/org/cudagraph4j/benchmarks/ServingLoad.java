@@ -10,9 +10,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
+import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAccumulator;
@@ -32,6 +32,12 @@ import org.cudagraph4j.serving.CapturePolicy;
 import org.cudagraph4j.serving.InferenceEngine;
 import org.cudagraph4j.serving.QueueFullException;
 import org.cudagraph4j.serving.ServingOptions;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
 
 /**
  * An open-loop load generator against {@link InferenceEngine} in this process, serving a
@@ -70,8 +76,6 @@ public final class ServingLoad {
     private static final long WARMUP_NANOS = TimeUnit.SECONDS.toNanos(1);
     /** CrossCheck's default: the largest relative error of an answer against the CPU's taken as right. */
     private static final double TOLERANCE = 1e-4;
-    private static final Set<String> OPTIONS = Set.of("rates", "seconds", "rows", "policies", "width", "layers",
-            "lanes", "clients", "max-in-flight", "json", "devices", "per-gpu-rate", "saturation-rate");
 
     /**
      * What to run.
@@ -117,14 +121,6 @@ public final class ServingLoad {
     record Scaling(String policy, int gpus, double servedPerSecond, double servedPerGpuPerSecond, double scaling,
             boolean saturated, int perGpuOfferedPerSecond, double perGpuSubmittedPerSecond, double perGpuP99Micros) {}
 
-    private static final String USAGE = """
-            usage: ServingLoad [--rates r1,r2,...] [--seconds S] [--rows N] [--policies EAGER,LAZY,NONE] [--width W]
-                               [--layers L] [--lanes N] [--clients N] [--max-in-flight N] [--json FILE]
-                   ServingLoad --devices g1,g2,... [--per-gpu-rate R] [--saturation-rate R] [the options above but
-                               --rates]   (GPU counts; lanes, clients, max-in-flight and both rates per GPU)
-                   ServingLoad --floor [--help for its options]
-            """;
-
     private ServingLoad() {}
 
     public static void main(String[] args) throws Exception {
@@ -132,43 +128,132 @@ public final class ServingLoad {
             ServingFloor.main(Arrays.copyOfRange(args, 1, args.length));
             return;
         }
-        if (args.length == 1 && (args[0].equals("--help") || args[0].equals("-h"))) {
-            System.out.print(USAGE);
-            return;
+        System.exit(Cli.execute(new Main(), args));
+    }
+
+    /** The command line; {@link #options()} checks it. */
+    @Command(name = "ServingLoad", mixinStandardHelpOptions = true, sortOptions = false,
+            description = "Open-loop load against InferenceEngine in this process: a sweep over rates on one GPU, or "
+                    + "with --devices over GPU counts (lanes, clients, max-in-flight and both rates per GPU).",
+            footer = "ServingLoad --floor [--help for its options]: the engine beside its floor, closed loop.")
+    static final class Main implements Callable<Integer> {
+        @Spec
+        CommandSpec spec;
+
+        @Option(names = "--rates", split = ",", paramLabel = "RATE",
+                description = "offered requests/s, one GPU (default: 1000,5000,20000)")
+        List<Integer> rates;
+
+        @Option(names = "--seconds", description = "seconds per point (default: ${DEFAULT-VALUE})")
+        double seconds = 5;
+
+        @Option(names = "--rows", description = "rows per request (default: ${DEFAULT-VALUE})")
+        int rows = 1;
+
+        @Option(names = "--policies", split = ",", paramLabel = "POLICY",
+                description = "capture policies: EAGER, LAZY, NONE (default: EAGER,NONE)")
+        List<String> policies;
+
+        @Option(names = "--width", description = "the MLP's width (default: ${DEFAULT-VALUE})")
+        int width = 512;
+
+        @Option(names = "--layers", description = "the MLP's depth (default: ${DEFAULT-VALUE})")
+        int layers = 16;
+
+        @Option(names = "--lanes", description = "lanes per GPU (default: ${DEFAULT-VALUE})")
+        int lanes = 2;
+
+        @Option(names = "--clients", description = "submitting threads per GPU (default: ${DEFAULT-VALUE})")
+        int clients = 1;
+
+        @Option(names = "--max-in-flight", description = "requests outstanding per GPU at most (default: "
+                + "${DEFAULT-VALUE})")
+        int maxInFlight = 4096;
+
+        @Option(names = "--json", description = "write the points there")
+        Path json;
+
+        @Option(names = "--devices", paramLabel = "COUNTS", description = "GPU counts to sweep, such as 1,2,4")
+        String devices;
+
+        @Option(names = "--per-gpu-rate", description = "with --devices: the fixed load per GPU (default: 5000)")
+        Integer perGpuRate;
+
+        @Option(names = "--saturation-rate", description = "with --devices: the saturating load per GPU (default: "
+                + "200000)")
+        Integer saturationRate;
+
+        /**
+         * The options, checked; what {@code --devices} asks of the host is checked by {@link #checkAvailable}.
+         *
+         * @throws IllegalArgumentException saying what is wrong
+         */
+        Options options() {
+            List<Integer> counts = devices == null ? null : gpuCounts(devices);
+            if (counts != null && rates != null) {
+                throw new IllegalArgumentException("--rates sweeps one GPU; with --devices, the rates are "
+                        + "--per-gpu-rate and --saturation-rate, per GPU");
+            }
+            if (counts == null && (perGpuRate != null || saturationRate != null)) {
+                throw new IllegalArgumentException("--per-gpu-rate and --saturation-rate go with --devices");
+            }
+            List<CapturePolicy> chosen = new ArrayList<>();
+            for (String name : policies == null ? List.of("EAGER", "NONE") : policies) {
+                try {
+                    chosen.add(CapturePolicy.valueOf(name.strip()));
+                } catch (IllegalArgumentException e) {
+                    throw new IllegalArgumentException("--policies takes EAGER, LAZY and NONE; got \"" + name + "\"");
+                }
+            }
+            Options options = new Options(rates == null ? List.of(1000, 5000, 20000) : List.copyOf(rates), seconds,
+                    rows, List.copyOf(chosen), width, layers, lanes, clients, maxInFlight, json, counts,
+                    perGpuRate == null ? 5000 : perGpuRate, saturationRate == null ? 200_000 : saturationRate);
+            if (options.rates().stream().anyMatch(r -> r < 1) || !(options.seconds() > 0) || options.rows() < 1
+                    || options.width() < 1 || options.layers() < 1 || options.lanes() < 1 || options.clients() < 1
+                    || options.maxInFlight() < 1 || options.perGpuRate() < 1 || options.saturationRate() < 1) {
+                throw new IllegalArgumentException("rates, seconds, rows, width, layers, lanes, clients, "
+                        + "max-in-flight, per-gpu-rate and saturation-rate must be positive");
+            }
+            return options;
         }
-        Options options;
-        try {
-            options = parse(args);
-        } catch (IllegalArgumentException e) {
-            System.err.println("ServingLoad: " + e.getMessage() + " (--help lists the options)");
-            System.exit(2);
-            return;
+
+        @Override
+        public Integer call() throws Exception {
+            Options options;
+            try {
+                options = options();
+            } catch (IllegalArgumentException e) {
+                throw new ParameterException(spec.commandLine(), e.getMessage());
+            }
+            return run(options);
         }
+    }
+
+    /** Runs the sweep {@code options} ask for; the exit status. */
+    private static int run(Options options) throws Exception {
         List<CudaDevice> devices;
         try {
             devices = Cuda.devices();
         } catch (CudaException | CudaRuntimeNotFoundException e) {
             System.err.println("ServingLoad: needs a CUDA GPU: " + e.getMessage().lines().findFirst().orElse(""));
-            System.exit(2);
-            return;
+            return 2;
         }
         if (devices.isEmpty()) {
             System.err.println("ServingLoad: needs a CUDA GPU: "
                     + Cuda.unavailableReason().orElse("no CUDA device is present"));
-            System.exit(2);
-            return;
+            return 2;
         }
         if (options.devices() == null) {
             sweepRates(options, devices.getFirst());
-            return;
+            return 0;
         }
         try {
             checkAvailable(options.devices(), devices.size());
         } catch (IllegalArgumentException e) {
             System.err.println("ServingLoad: " + e.getMessage());
-            System.exit(2);
+            return 2;
         }
-        System.exit(sweepGpus(options, devices));
+        return sweepGpus(options, devices);
     }
 
     private static ServingOptions serving(Options options, CapturePolicy policy) {
@@ -465,61 +550,18 @@ public final class ServingLoad {
     }
 
     /**
-     * The options, checked; what {@code --devices} asks of the host is checked by {@link #checkAvailable}.
+     * Parses the command line into checked options (without {@code --floor} or {@code --help}).
      *
      * @throws IllegalArgumentException saying what is wrong
      */
     static Options parse(String[] args) {
-        Map<String, String> given = new LinkedHashMap<>();
-        for (int i = 0; i < args.length; i += 2) {
-            if (!args[i].startsWith("--") || i + 1 >= args.length) {
-                throw new IllegalArgumentException("expected --option value pairs, got " + Arrays.toString(args));
-            }
-            if (!OPTIONS.contains(args[i].substring(2))) {
-                throw new IllegalArgumentException("unknown option " + args[i]);
-            }
-            given.put(args[i].substring(2), args[i + 1]);
-        }
-        List<Integer> devices = given.containsKey("devices") ? gpuCounts(given.get("devices")) : null;
-        if (devices != null && given.containsKey("rates")) {
-            throw new IllegalArgumentException("--rates sweeps one GPU; with --devices, the rates are --per-gpu-rate "
-                    + "and --saturation-rate, per GPU");
-        }
-        if (devices == null && (given.containsKey("per-gpu-rate") || given.containsKey("saturation-rate"))) {
-            throw new IllegalArgumentException("--per-gpu-rate and --saturation-rate go with --devices");
-        }
-        List<CapturePolicy> policies = new ArrayList<>();
-        for (String name : given.getOrDefault("policies", "EAGER,NONE").split(",", -1)) {
-            try {
-                policies.add(CapturePolicy.valueOf(name.strip()));
-            } catch (IllegalArgumentException e) {
-                throw new IllegalArgumentException("--policies takes EAGER, LAZY and NONE; got \"" + name + "\"");
-            }
-        }
-        Options options;
+        Main main = new Main();
         try {
-            options = new Options(Arrays.stream(given.getOrDefault("rates", "1000,5000,20000").split(","))
-                    .map(String::strip).map(Integer::parseInt).toList(),
-                    Double.parseDouble(given.getOrDefault("seconds", "5")),
-                    Integer.parseInt(given.getOrDefault("rows", "1")), List.copyOf(policies),
-                    Integer.parseInt(given.getOrDefault("width", "512")),
-                    Integer.parseInt(given.getOrDefault("layers", "16")),
-                    Integer.parseInt(given.getOrDefault("lanes", "2")),
-                    Integer.parseInt(given.getOrDefault("clients", "1")),
-                    Integer.parseInt(given.getOrDefault("max-in-flight", "4096")),
-                    given.containsKey("json") ? Path.of(given.get("json")) : null, devices,
-                    Integer.parseInt(given.getOrDefault("per-gpu-rate", "5000")),
-                    Integer.parseInt(given.getOrDefault("saturation-rate", "200000")));
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("a number was expected: " + e.getMessage());
+            new CommandLine(main).parseArgs(args);
+        } catch (ParameterException e) {
+            throw new IllegalArgumentException(e.getMessage(), e);
         }
-        if (options.rates().stream().anyMatch(r -> r < 1) || !(options.seconds() > 0) || options.rows() < 1
-                || options.width() < 1 || options.layers() < 1 || options.lanes() < 1 || options.clients() < 1
-                || options.maxInFlight() < 1 || options.perGpuRate() < 1 || options.saturationRate() < 1) {
-            throw new IllegalArgumentException("rates, seconds, rows, width, layers, lanes, clients, max-in-flight, "
-                    + "per-gpu-rate and saturation-rate must be positive");
-        }
-        return options;
+        return main.options();
     }
 
     /**

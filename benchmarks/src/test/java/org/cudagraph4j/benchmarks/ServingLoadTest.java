@@ -51,15 +51,23 @@ class ServingLoadTest {
     }
 
     @Test
+    void helpExitsZeroAndABadCommandLineExitsTwoBeforeLookingForAGpu() {
+        assertEquals(0, Cli.execute(new ServingLoad.Main(), "--help"));
+        assertEquals(2, Cli.execute(new ServingLoad.Main(), "--rates", "0"));
+        assertEquals(2, Cli.execute(new ServingLoad.Main(), "--no-such-option", "1"));
+    }
+
+    @Test
     void optionsThatDoNotGoTogetherOrDoNotExistAreRefused() {
         assertEquals("--rates sweeps one GPU; with --devices, the rates are --per-gpu-rate and --saturation-rate, "
                 + "per GPU", refused("--devices", "1,2", "--rates", "1000"));
         assertEquals("--per-gpu-rate and --saturation-rate go with --devices", refused("--saturation-rate", "9"));
-        assertEquals("unknown option --device", refused("--device", "2"));
+        assertEquals("Unknown options: '--device', '2'", refused("--device", "2"));
         assertEquals("--policies takes EAGER, LAZY and NONE; got \"SOMETIMES\"", refused("--policies", "EAGER,SOMETIMES"));
         assertTrue(refused("--devices", "1", "--clients", "0").endsWith("must be positive"));
-        assertTrue(refused("--devices", "1", "--per-gpu-rate", "fast").startsWith("a number was expected"));
-        assertTrue(refused("--devices").startsWith("expected --option value pairs"));
+        assertEquals("Invalid value for option '--per-gpu-rate': 'fast' is not an int",
+                refused("--devices", "1", "--per-gpu-rate", "fast"));
+        assertTrue(refused("--devices").startsWith("Missing required parameter for option '--devices'"), refused("--devices"));
     }
 
     @Test
