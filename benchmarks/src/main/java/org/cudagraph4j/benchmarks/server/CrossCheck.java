@@ -279,13 +279,7 @@ public final class CrossCheck implements Callable<Integer> {
                     .header("Content-Type", "application/octet-stream")
                     .header(KServeProtocol.HEADER_LENGTH, body.headerLength());
         } else {
-            StringBuilder json = new StringBuilder("{\"id\":\"").append(id)
-                    .append("\",\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[").append(rows)
-                    .append(',').append(in).append("],\"data\":[");
-            for (int i = 0; i < values.length; i++) {
-                json.append(i == 0 ? "" : ",").append(Double.toString(values[i])); // exact: multiples of 1/4096
-            }
-            request.POST(HttpRequest.BodyPublishers.ofString(json.append("]}]}").toString()))
+            request.POST(HttpRequest.BodyPublishers.ofByteArray(HttpLoad.jsonRequest(values, rows, in, id)))
                     .header("Content-Type", "application/json");
         }
         return client.sendAsync(request.build(), HttpResponse.BodyHandlers.ofByteArray()).thenApply(response -> {

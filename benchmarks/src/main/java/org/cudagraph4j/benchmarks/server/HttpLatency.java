@@ -169,12 +169,7 @@ public final class HttpLatency implements Callable<Integer> {
                 body = binary.bytes();
                 headerLength = binary.headerLength();
             } else {
-                StringBuilder text = new StringBuilder("{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\","
-                        + "\"shape\":[1," + width + "],\"data\":[");
-                for (int j = 0; j < width; j++) {
-                    text.append(j == 0 ? "" : ",").append(row[j]); // Float.toString: reads back as the same float
-                }
-                body = text.append("]}]}").toString().getBytes(StandardCharsets.UTF_8);
+                body = HttpLoad.jsonRequest(row, 1, width, null);
             }
             String head = "POST /v2/models/" + modelName + "/infer HTTP/1.1\r\nHost: " + base.getHost() + ":"
                     + base.getPort() + "\r\nContent-Type: " + (headerLength == null ? "application/json"

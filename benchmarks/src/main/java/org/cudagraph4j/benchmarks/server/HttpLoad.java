@@ -1,9 +1,15 @@
 package org.cudagraph4j.benchmarks.server;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.math.BigDecimal;
+import java.math.RoundingMode;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -254,14 +260,46 @@ public final class HttpLoad {
         return h.getTotalCount() == 0 ? 0 : h.getValueAtPercentile(percentile) / 1e3;
     }
 
-    /** A KServe v2 JSON request of {@code rows} random rows. */
+    /** A KServe v2 JSON request of {@code rows} random rows, each value with four decimals. */
     static byte[] body(int rows, int width, SplittableRandom random) {
-        StringBuilder json = new StringBuilder("{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[")
-                .append(rows).append(',').append(width).append("],\"data\":[");
+        ObjectNode request = request(null, rows, width);
+        ArrayNode data = ((ObjectNode) request.get("inputs").get(0)).putArray("data");
         for (int i = 0; i < rows * width; i++) {
-            json.append(i == 0 ? "" : ",").append(String.format(Locale.ROOT, "%.4f", random.nextDouble() * 2 - 1));
+            data.add(BigDecimal.valueOf(random.nextDouble() * 2 - 1).setScale(4, RoundingMode.HALF_UP));
         }
-        return json.append("]}]}").toString().getBytes(StandardCharsets.UTF_8);
+        return bytes(request);
+    }
+
+    /**
+     * A KServe v2 JSON request of {@code rows} rows of {@code width} values, with an {@code id}
+     * unless it is null; each value as {@link Float#toString} writes it, which reads back as the same float.
+     */
+    static byte[] jsonRequest(float[] values, int rows, int width, String id) {
+        ObjectNode request = request(id, rows, width);
+        ArrayNode data = ((ObjectNode) request.get("inputs").get(0)).putArray("data");
+        for (float value : values) {
+            data.add(value);
+        }
+        return bytes(request);
+    }
+
+    /** A request's JSON up to its one input's shape: {@code {"id":…,"inputs":[{"name":"input","datatype":"FP32","shape":[rows,width]}]}}. */
+    private static ObjectNode request(String id, int rows, int width) {
+        ObjectNode request = JSON.createObjectNode();
+        if (id != null) {
+            request.put("id", id);
+        }
+        ObjectNode input = request.putArray("inputs").addObject().put("name", "input").put("datatype", "FP32");
+        input.putArray("shape").add(rows).add(width);
+        return request;
+    }
+
+    private static byte[] bytes(ObjectNode json) {
+        try {
+            return JSON.writeValueAsBytes(json);
+        } catch (JsonProcessingException e) {
+            throw new UncheckedIOException(e); // a tree of numbers and strings always writes
+        }
     }
 
     /** A KServe v2 request of {@code rows} random rows in binary tensor data, asking for binary output. */
@@ -275,11 +313,12 @@ public final class HttpLoad {
 
     /** The binary form of a request: the JSON header then the little-endian floats; binary output asked for. */
     static Body binaryRequest(float[] values, int rows, int width, String id) {
-        byte[] header = ("{" + (id == null ? "" : "\"id\":\"" + id + "\",")
-                + "\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[" + rows + "," + width
-                + "],\"parameters\":{\"binary_data_size\":" + values.length * Float.BYTES + "}}],"
-                + "\"outputs\":[{\"name\":\"output\",\"parameters\":{\"binary_data\":true}}]}")
-                .getBytes(StandardCharsets.UTF_8);
+        ObjectNode request = request(id, rows, width);
+        ((ObjectNode) request.get("inputs").get(0)).putObject("parameters")
+                .put("binary_data_size", values.length * Float.BYTES);
+        request.putArray("outputs").addObject().put("name", "output").putObject("parameters")
+                .put("binary_data", true);
+        byte[] header = bytes(request);
         ByteBuffer bytes = ByteBuffer.allocate(header.length + values.length * Float.BYTES)
                 .order(ByteOrder.LITTLE_ENDIAN);
         bytes.put(header).asFloatBuffer().put(values);
