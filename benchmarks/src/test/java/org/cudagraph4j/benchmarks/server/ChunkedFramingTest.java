@@ -3,13 +3,7 @@ package org.cudagraph4j.benchmarks.server;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
-import java.net.InetSocketAddress;
-import java.net.Socket;
-import java.net.SocketTimeoutException;
-import java.nio.charset.StandardCharsets;
 import java.util.Locale;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -41,29 +35,8 @@ class ChunkedFramingTest {
         server.close();
     }
 
-    /** Everything the server sent, until it closed the connection; fails if it kept it open. */
     private String exchange(String request) throws IOException {
-        try (Socket socket = new Socket()) {
-            socket.connect(new InetSocketAddress("127.0.0.1", server.port()), 5000);
-            socket.setSoTimeout(10_000);
-            socket.getOutputStream().write(request.getBytes(StandardCharsets.ISO_8859_1));
-            socket.getOutputStream().flush();
-            InputStream in = socket.getInputStream();
-            ByteArrayOutputStream answer = new ByteArrayOutputStream();
-            byte[] buffer = new byte[4096];
-            try {
-                int n;
-                while ((n = in.read(buffer)) >= 0) {
-                    answer.write(buffer, 0, n);
-                }
-            } catch (SocketTimeoutException e) {
-                throw new AssertionError("the connection stayed open after: " + answer.toString(
-                        StandardCharsets.ISO_8859_1), e);
-            } catch (IOException e) {
-                // reset after the answer: closed
-            }
-            return answer.toString(StandardCharsets.ISO_8859_1);
-        }
+        return TestClient.untilClosed(server.port(), request);
     }
 
     private static void assertOneRefusalAndClosed(String answer) {

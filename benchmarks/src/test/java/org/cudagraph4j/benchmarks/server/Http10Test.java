@@ -3,14 +3,7 @@ package org.cudagraph4j.benchmarks.server;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.net.InetSocketAddress;
-import java.net.Socket;
-import java.net.SocketTimeoutException;
-import java.nio.charset.StandardCharsets;
 import java.util.Locale;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -35,28 +28,8 @@ class Http10Test {
         server.close();
     }
 
-    /** Everything the server sent until it closed the connection; fails if it stays open 10 s. */
     private String exchange(String request) throws IOException {
-        try (Socket socket = new Socket()) {
-            socket.connect(new InetSocketAddress("127.0.0.1", server.port()), 5000);
-            socket.setSoTimeout(10_000);
-            OutputStream out = socket.getOutputStream();
-            out.write(request.getBytes(StandardCharsets.ISO_8859_1));
-            out.flush();
-            InputStream in = socket.getInputStream();
-            ByteArrayOutputStream answer = new ByteArrayOutputStream();
-            byte[] buffer = new byte[4096];
-            try {
-                int n;
-                while ((n = in.read(buffer)) >= 0) {
-                    answer.write(buffer, 0, n);
-                }
-            } catch (SocketTimeoutException e) {
-                throw new AssertionError("the connection stayed open after: "
-                        + answer.toString(StandardCharsets.ISO_8859_1), e);
-            }
-            return answer.toString(StandardCharsets.ISO_8859_1);
-        }
+        return TestClient.untilClosed(server.port(), request);
     }
 
     @Test

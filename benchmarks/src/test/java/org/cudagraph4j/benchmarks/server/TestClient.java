@@ -149,4 +149,34 @@ final class TestClient {
             return new Raw(status, text.toLowerCase(Locale.ROOT), (System.nanoTime() - start) / 1_000_000);
         }
     }
+
+    /**
+     * Sends {@code request} on a new connection and returns everything the server sent until it
+     * closed the connection (a reset after the answer counts as closed); fails if the connection stays
+     * open 10 s.
+     */
+    static String untilClosed(int port, String request) throws IOException {
+        try (Socket socket = new Socket()) {
+            socket.connect(new InetSocketAddress("127.0.0.1", port), 5000);
+            socket.setSoTimeout(10_000);
+            OutputStream out = socket.getOutputStream();
+            out.write(request.getBytes(StandardCharsets.ISO_8859_1));
+            out.flush();
+            InputStream in = socket.getInputStream();
+            ByteArrayOutputStream answer = new ByteArrayOutputStream();
+            byte[] buffer = new byte[4096];
+            try {
+                int n;
+                while ((n = in.read(buffer)) >= 0) {
+                    answer.write(buffer, 0, n);
+                }
+            } catch (SocketTimeoutException e) {
+                throw new AssertionError("the connection stayed open after: "
+                        + answer.toString(StandardCharsets.ISO_8859_1), e);
+            } catch (IOException e) {
+                // reset after the answer: closed
+            }
+            return answer.toString(StandardCharsets.ISO_8859_1);
+        }
+    }
 }
