@@ -97,17 +97,7 @@ class ConditionalNodeTest {
 
             try (GraphExec exec = graph.instantiate()) {
                 // The same executable; only the value in device memory changes between launches.
-                for (int value : new int[] {0, 1, 0, 7}) {
-                    flag.copyFrom(new int[] {value});
-                    out.memset(0xFF);
-                    run(exec);
-                    float[] result = out.toFloatArray();
-                    if (value != 0) {
-                        assertArrayEquals(expectedPattern(2f, 1f), result, "flag " + value);
-                    } else {
-                        assertTrue(Float.isNaN(result[N - 1]), "flag 0 must leave the poisoned output alone");
-                    }
-                }
+                runsItsBodyExactlyWhenTheFlagIsSet(exec, flag, out, 0, 1, 0, 7);
             }
         }
     }
@@ -122,17 +112,7 @@ class ConditionalNodeTest {
             ConditionalNode branch = graph.ifThen(condition, graph.addKernel(kernels.set(condition, flag)));
             branch.body().addKernel(pattern(out, 2f, 1f));
             try (GraphExec exec = graph.instantiate()) {
-                for (int value : new int[] {1, 0, 5, 0}) {
-                    flag.copyFrom(new int[] {value});
-                    out.memset(0xFF);
-                    run(exec);
-                    float[] result = out.toFloatArray();
-                    if (value != 0) {
-                        assertArrayEquals(expectedPattern(2f, 1f), result, "flag " + value);
-                    } else {
-                        assertTrue(Float.isNaN(result[N - 1]), "flag 0 must leave the poisoned output alone");
-                    }
-                }
+                runsItsBodyExactlyWhenTheFlagIsSet(exec, flag, out, 1, 0, 5, 0);
             }
         }
         try (DeviceBuffer flag = ints(1); DeviceBuffer out = gpu.device().allocateFloats(N)) {
@@ -152,6 +132,25 @@ class ConditionalNodeTest {
                 out.memset(0xFF);
                 run(exec);
                 assertTrue(Float.isNaN(out.toFloatArray()[N - 1]), "flag 0 must leave the poisoned output alone");
+            }
+        }
+    }
+
+    /**
+     * Launches {@code exec} once per flag value, the output poisoned before each: an IF body writing
+     * {@code pattern(out, 2, 1)} runs exactly for the non-zero values.
+     */
+    private void runsItsBodyExactlyWhenTheFlagIsSet(GraphExec exec, DeviceBuffer flag, DeviceBuffer out,
+            int... values) {
+        for (int value : values) {
+            flag.copyFrom(new int[] {value});
+            out.memset(0xFF);
+            run(exec);
+            float[] result = out.toFloatArray();
+            if (value != 0) {
+                assertArrayEquals(expectedPattern(2f, 1f), result, "flag " + value);
+            } else {
+                assertTrue(Float.isNaN(result[N - 1]), "flag 0 must leave the poisoned output alone");
             }
         }
     }
