@@ -3,9 +3,12 @@
 //
 // It builds Llama 3.2 1B's shapes (or those given) with random BF16 weights, a KV cache holding a
 // 128-token prompt and every row greedy, and launches the step exactly as DecoderKernels does
-// (same kernels, grids, blocks and shared memory). For 1, 4 and 16 rows it reports:
-//   - the step as one CUDA graph, replayed for 256 tokens (positions 128..383, as LlamaDecode);
-//   - each kernel's share of an eager step, from events recorded between the launches;
+// (same kernels, grids, blocks, shared memory and programmatic dependent launch). For 1, 4 and 16
+// rows it reports:
+//   - the step as one CUDA graph, replayed for 256 tokens (positions 128..383, as LlamaDecode), with
+//     programmatic dependent launch and without, side by side;
+//   - each kernel's share of an eager step, from events recorded between the launches (plain
+//     launches: an event between two kernels serializes them anyway);
 //   - each projection alone, its 16 layers' launches back to back in one graph, and the bandwidth
 //     that reaches (weights differ per layer, so every launch reads them from memory);
 //   - the floor: the bytes a step must read over the read bandwidth measured in this run.
@@ -265,15 +268,26 @@ class Step {
   float eps_, scale_;
 };
 
-void launch(const Launch &l, cudaStream_t stream) {
-  CHECK(cudaLaunchKernel(l.kernel, l.grid, l.block, const_cast<void **>(l.args.data()), l.shared, stream));
+/// Launches as the library does: with programmatic dependent launch where `pdl` says so.
+void launch(const Launch &l, cudaStream_t stream, bool pdl) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = l.grid;
+  config.blockDim = l.block;
+  config.dynamicSmemBytes = l.shared;
+  config.stream = stream;
+  config.attrs = pdl ? &attribute : nullptr;
+  config.numAttrs = pdl ? 1 : 0;
+  CHECK(cudaLaunchKernelExC(&config, l.kernel, const_cast<void **>(l.args.data())));
 }
 
-cudaGraphExec_t capture(const std::vector<const Launch *> &launches, cudaStream_t stream) {
+cudaGraphExec_t capture(const std::vector<const Launch *> &launches, cudaStream_t stream, bool pdl) {
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  for (const Launch *l : launches) launch(*l, stream);
+  for (const Launch *l : launches) launch(*l, stream, pdl);
   CHECK(cudaStreamEndCapture(stream, &graph));
   CHECK(cudaGraphInstantiate(&exec, graph, 0));
   CHECK(cudaGraphDestroy(graph));
@@ -330,20 +344,25 @@ void run(const Shape &s, int rows, int sms, double bandwidth, cudaStream_t strea
   CHECK(cudaEventCreate(&e0));
   CHECK(cudaEventCreate(&e1));
 
-  // The step as one graph, replayed for every token.
-  cudaGraphExec_t graph = capture(all, stream);
-  for (int i = 0; i < 16; ++i) CHECK(cudaGraphLaunch(graph, stream));
-  CHECK(cudaStreamSynchronize(stream));
-  step.reset();
-  CHECK(cudaEventRecord(e0, stream));
-  for (int i = 0; i < s.steps; ++i) CHECK(cudaGraphLaunch(graph, stream));
-  CHECK(cudaEventRecord(e1, stream));
-  CHECK(cudaEventSynchronize(e1));
-  const double step_ms = elapsed_ms(e0, e1) / s.steps;
+  // The step as one graph, replayed for every token: with programmatic dependent launch (as the
+  // library launches), then without, side by side.
   const double floor_ms = step.floor_bytes() / bandwidth * 1e3;
-  std::printf("\nrows %d: graph step %.4f ms (%.0f tokens/s), floor %.4f ms, %.1f%% of the floor\n", rows, step_ms,
-              rows * 1e3 / step_ms, floor_ms, 100.0 * floor_ms / step_ms);
-  CHECK(cudaGraphExecDestroy(graph));
+  std::printf("\nrows %d: floor %.4f ms\n", rows, floor_ms);
+  for (bool pdl : {true, false}) {
+    cudaGraphExec_t graph = capture(all, stream, pdl);
+    for (int i = 0; i < 16; ++i) CHECK(cudaGraphLaunch(graph, stream));
+    CHECK(cudaStreamSynchronize(stream));
+    step.reset();
+    CHECK(cudaEventRecord(e0, stream));
+    for (int i = 0; i < s.steps; ++i) CHECK(cudaGraphLaunch(graph, stream));
+    CHECK(cudaEventRecord(e1, stream));
+    CHECK(cudaEventSynchronize(e1));
+    const double step_ms = elapsed_ms(e0, e1) / s.steps;
+    std::printf("  graph step, %-22s %.4f ms (%.0f tokens/s), %.1f%% of the floor\n",
+                pdl ? "programmatic launches:" : "plain launches:", step_ms, rows * 1e3 / step_ms,
+                100.0 * floor_ms / step_ms);
+    CHECK(cudaGraphExecDestroy(graph));
+  }
 
   // An eager step with an event before every launch: each kernel's share, gaps included.
   std::vector<cudaEvent_t> marks(all.size() + 1);
@@ -355,7 +374,7 @@ void run(const Shape &s, int rows, int sms, double bandwidth, cudaStream_t strea
   for (int t = 0; t < eager_steps; ++t) {
     for (size_t k = 0; k < all.size(); ++k) {
       CHECK(cudaEventRecord(marks[k], stream));
-      launch(*all[k], stream);
+      launch(*all[k], stream, false);
     }
     CHECK(cudaEventRecord(marks.back(), stream));
     CHECK(cudaEventSynchronize(marks.back()));
@@ -384,7 +403,7 @@ void run(const Shape &s, int rows, int sms, double bandwidth, cudaStream_t strea
     std::vector<const Launch *> repeated;
     const int rounds = same.size() == 1 ? 16 : 4;
     for (int i = 0; i < rounds; ++i) repeated.insert(repeated.end(), same.begin(), same.end());
-    cudaGraphExec_t alone = capture(repeated, stream);
+    cudaGraphExec_t alone = capture(repeated, stream, false);
     CHECK(cudaGraphLaunch(alone, stream));
     step.reset();
     CHECK(cudaEventRecord(e0, stream));

@@ -2,15 +2,25 @@
 // (DecoderKernels). The projections come in two row capacities (r8, r16: the most rows a launch
 // takes), each launched with its own block (tensor_gemv.cuh's kQkvWarps and the rest) and
 // R * (H + 8) * 2 bytes of dynamic shared memory where they normalize; see kernels/README.md for the
-// launch shapes.
+// launch shapes. Every kernel may be launched with programmatic dependent launch: the projections
+// start on their weights before they wait for the previous kernel (tensor_gemv.cuh), the others wait
+// first (begin_dependent).
 #include "cg4j/llm/attention.cuh"
 #include "cg4j/llm/sampling.cuh"
 #include "cg4j/llm/tensor_gemv.cuh"
 
 using cg4j::llm::bf16;
 
+/// Lets the next kernel launch, then waits until the previous one has completed: for kernels whose
+/// every read depends on the step.
+__device__ __forceinline__ void begin_dependent() {
+  cg4j::arch::allow_dependent_launch();
+  cg4j::arch::wait_for_prerequisite_grids();
+}
+
 /// x[r, :] = embedding[token[r], :] as FP32, one block per row.
 extern "C" __global__ void cg4j_llm_embed(const bf16 *table, const int *row_token, float *x, int H) {
+  begin_dependent();
   const int r = blockIdx.x;
   const bf16 *row = table + (long long)row_token[r] * H;
   for (int i = threadIdx.x; i < H; i += blockDim.x) x[(long long)r * H + i] = __bfloat162float(row[i]);
@@ -48,6 +58,7 @@ CG4J_LLM_TENSOR_PROJECTIONS(16, 2)
   extern "C" __global__ void __launch_bounds__(cg4j::llm::kAttentionThreads) cg4j_llm_attention_d##D(               \
       const bf16 *q, const bf16 *k_cache, const bf16 *v_cache, const int *row_pos, const int *row_slot, bf16 *out,    \
       int NQ, int NKV, int maxSeq, float scale) {                                                                    \
+    begin_dependent();                                                                                              \
     cg4j::llm::attention<D>(q, k_cache, v_cache, row_pos, row_slot, out, NQ, NKV, maxSeq, scale);                    \
   }
 
@@ -58,6 +69,7 @@ CG4J_LLM_ATTENTION(128)
 extern "C" __global__ void __launch_bounds__(cg4j::llm::kSampleThreads)
     cg4j_llm_sample_partial(const float *logits, int V, const float *temperature, const int *top_k, int first_row,
                             float *cand_val, int *cand_idx, int chunks) {
+  begin_dependent();
   cg4j::llm::sample_partial(logits, V, temperature, top_k, first_row, cand_val, cand_idx, chunks);
 }
 
@@ -67,6 +79,7 @@ extern "C" __global__ void __launch_bounds__(cg4j::llm::kSampleThreads) cg4j_llm
     const int *max_new, int *done, int *active, const float *temperature, const int *top_k, const float *top_p,
     const unsigned long long *seed, const int *stop_ids, int stop_count, int *host_tokens, int *host_count,
     int stride) {
+  begin_dependent();
   const cg4j::llm::RowControl control{token,    pos,   generated, max_new,  done,        active,     temperature, top_k,
                                       top_p,    seed,  stop_ids,  stop_count, host_tokens, host_count, stride};
   cg4j::llm::sample_finish(cand_val, cand_idx, chunks, first_row, control);

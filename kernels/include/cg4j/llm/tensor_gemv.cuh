@@ -11,8 +11,13 @@
 // its tiles with a stride, and each warp issues its next round of loads (of this tile or the next)
 // before it multiplies the pieces it holds, so that weights keep streaming across the tiles'
 // reductions.
+//
+// Under programmatic dependent launch a block starts while the kernel before it is still running:
+// it asks L2 for its first tile's weights and loads its first round of them (weights never depend on
+// the step) before it waits for the previous kernel and reads x.
 #pragma once
 
+#include "../arch/grid_dependency.cuh"
 #include "decoder.cuh"
 
 namespace cg4j {
@@ -77,13 +82,15 @@ struct WeightPieces {
 /// A block's walk over its tiles (blockIdx.x, then every gridDim.x-th), each a 16-row tile times
 /// the R rows of x, by a block of up to Warps warps (its launch bound; the loops take the warps the
 /// block has, so a smaller block is slower, never wrong). A tile takes `rounds` rounds of Unroll
-/// chunks a warp (chunks warp, warp + warps, ... of K); a warp issues the loads of its next round, of this tile or the next, before it
-/// multiplies the pieces it holds, so that its loads stay in flight across rounds and across the
-/// tiles' reductions. rows_of(tile, g, lo, hi) points lo and hi at the weight rows that lane group g
-/// multiplies (the tile's rows g and g + 8); epilogue(tile, group, r, lo_sum, hi_sum) stores a
-/// tile's sums, as reduce_tile calls it.
-template <int Tiles, int Warps, class RowsOf, class Epilogue>
-__device__ __forceinline__ void stream_tiles(int tiles, const Rows &x, int K, int R, RowsOf rows_of,
+/// chunks a warp (chunks warp, warp + warps, ... of K); a warp issues the loads of its next round,
+/// of this tile or the next, before it multiplies the pieces it holds, so that its loads stay in
+/// flight across rounds and across the tiles' reductions. rows_of(tile, g, lo, hi) points lo and hi
+/// at the weight rows that lane group g multiplies (the tile's rows g and g + 8); inputs() returns
+/// the rows of x, called by every thread once the previous kernel has completed (the first weights
+/// are on their way by then); epilogue(tile, group, r, lo_sum, hi_sum) stores a tile's sums, as
+/// reduce_tile calls it.
+template <int Tiles, int Warps, class Inputs, class RowsOf, class Epilogue>
+__device__ __forceinline__ void stream_tiles(int tiles, int K, int R, Inputs inputs, RowsOf rows_of,
                                              Epilogue epilogue) {
   constexpr int Unroll = 2;
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = blockDim.x / 32;
@@ -105,7 +112,21 @@ __device__ __forceinline__ void stream_tiles(int tiles, const Rows &x, int K, in
   float acc[Tiles][4] = {};
   WeightPieces<Unroll> held, next;
   int tile = blockIdx.x, round = 0;
-  if (tile < tiles) load(held, tile, 0);
+  arch::allow_dependent_launch();
+  if (tile < tiles) {
+    // The first tile's weight rows, 128-byte lines dealt over the warps and lanes t of each group.
+    const bf16 *lo, *hi;
+    rows_of(tile, g, lo, hi);
+#ifndef CG4J_LLM_NO_FIRST_TILE_PREFETCH
+    for (int line = warp * 4 + t; line < K / 64; line += warps * 4) {
+      arch::prefetch_l2(lo + line * 64);
+      arch::prefetch_l2(hi + line * 64);
+    }
+#endif
+    load(held, tile, 0);
+  }
+  arch::wait_for_prerequisite_grids();
+  const Rows x = inputs();
   while (tile < tiles) {
     int next_tile = tile, next_round = round + 1;
     if (next_round == rounds) {
@@ -160,9 +181,8 @@ __device__ __forceinline__ void qkv_rope_tc(const float *x, const bf16 *norm, fl
                                          : wv + (long long)(head - NQ - NKV) * D * H;
     return base + (long long)i * H;
   };
-  const Rows in = stage_rows<Tiles * 8>(x, norm, eps, H, R);
   stream_tiles<Tiles, kQkvWarps>(
-      tiles, in, H, R,
+      tiles, H, R, [&] { return stage_rows<Tiles * 8>(x, norm, eps, H, R); },
       [&](int tile, int group, const bf16 *&lo, const bf16 *&hi) {
         lo = row_of(tile, group);
         hi = row_of(tile, group + 8);
@@ -192,9 +212,8 @@ __device__ __forceinline__ void qkv_rope_tc(const float *x, const bf16 *norm, fl
 
 template <int Tiles>
 __device__ __forceinline__ void residual_tc(const bf16 *in, const bf16 *W, float *x, int N, int K, int R) {
-  const Rows rows{reinterpret_cast<const uint4 *>(in), K / kVector, false};
   stream_tiles<Tiles, kResidualWarps>(
-      (N + 15) / 16, rows, K, R,
+      (N + 15) / 16, K, R, [&] { return Rows{reinterpret_cast<const uint4 *>(in), K / kVector, false}; },
       [&](int tile, int group, const bf16 *&lo, const bf16 *&hi) {
         lo = row_in(W, tile * 16LL + group, N, K);
         hi = row_in(W, tile * 16LL + group + 8, N, K);
@@ -209,9 +228,8 @@ __device__ __forceinline__ void residual_tc(const bf16 *in, const bf16 *W, float
 template <int Tiles>
 __device__ __forceinline__ void gate_up_tc(const float *x, const bf16 *norm, float eps, const bf16 *wg, const bf16 *wu,
                                            bf16 *h, int H, int I, int R) {
-  const Rows in = stage_rows<Tiles * 8>(x, norm, eps, H, R);
   stream_tiles<Tiles, kGateUpWarps>(
-      (I + 7) / 8, in, H, R,
+      (I + 7) / 8, H, R, [&] { return stage_rows<Tiles * 8>(x, norm, eps, H, R); },
       [&](int tile, int group, const bf16 *&gate, const bf16 *&up) {
         gate = row_in(wg, tile * 8LL + group, I, H);
         up = row_in(wu, tile * 8LL + group, I, H);
@@ -225,9 +243,8 @@ __device__ __forceinline__ void gate_up_tc(const float *x, const bf16 *norm, flo
 template <int Tiles>
 __device__ __forceinline__ void lm_head_tc(const float *x, const bf16 *norm, float eps, const bf16 *W, float *logits,
                                            int V, int H, int R) {
-  const Rows in = stage_rows<Tiles * 8>(x, norm, eps, H, R);
   stream_tiles<Tiles, kLmHeadWarps>(
-      (V + 15) / 16, in, H, R,
+      (V + 15) / 16, H, R, [&] { return stage_rows<Tiles * 8>(x, norm, eps, H, R); },
       [&](int tile, int group, const bf16 *&lo, const bf16 *&hi) {
         lo = row_in(W, tile * 16LL + group, V, H);
         hi = row_in(W, tile * 16LL + group + 8, V, H);

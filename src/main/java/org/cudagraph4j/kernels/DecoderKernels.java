@@ -20,7 +20,8 @@ import org.cudagraph4j.LaunchConfig;
  * slot in device {@code int} arrays. The projections run on tensor cores: a block multiplies a tile
  * of 16 weight rows by every row of the step, its warps splitting the inner dimension, and the grid
  * is sized here to the device's multiprocessors; the projections that normalize stage their
- * {@code rows * H} BF16 inputs in shared memory once per block.
+ * {@code rows * H} BF16 inputs in shared memory once per block. Every launch uses programmatic
+ * dependent launch (sm_90 and newer), so that a kernel's start overlaps the end of the one before.
  *
  * <p>Thread safety: immutable once loaded; launches may be built from any thread. Close once, after
  * every graph that holds its kernels is closed or no longer launched (graphs keep the module alive).
@@ -143,7 +144,7 @@ public final class DecoderKernels implements AutoCloseable {
      * @return the launch
      */
     public KernelLaunch embed(int rows, DeviceBuffer table, DeviceBuffer token, DeviceBuffer x, int hidden) {
-        return KernelLaunch.of(kernel("cg4j_llm_embed"), LaunchConfig.of(Dim3.of(rows), Dim3.of(256)), table, token, x,
+        return KernelLaunch.of(kernel("cg4j_llm_embed"), config(Dim3.of(rows), Dim3.of(256), 0), table, token, x,
                 hidden);
     }
 
@@ -191,7 +192,7 @@ public final class DecoderKernels implements AutoCloseable {
      */
     public KernelLaunch attention(int rows, DeviceBuffer q, DeviceBuffer kCache, DeviceBuffer vCache,
             DeviceBuffer pos, DeviceBuffer slot, DeviceBuffer out, Shape shape) {
-        LaunchConfig config = LaunchConfig.of(Dim3.of(shape.heads(), rows, 1), Dim3.of(ATTENTION_THREADS),
+        LaunchConfig config = config(Dim3.of(shape.heads(), rows, 1), Dim3.of(ATTENTION_THREADS),
                 4 * shape.maxSequence());
         return KernelLaunch.of(kernel("cg4j_llm_attention_d" + shape.headDim()), config, q, kCache, vCache, pos, slot,
                 out, shape.heads(), shape.kvHeads(), shape.maxSequence(), (float) (1.0 / Math.sqrt(shape.headDim())));
@@ -268,8 +269,8 @@ public final class DecoderKernels implements AutoCloseable {
     public KernelLaunch samplePartial(int rows, DeviceBuffer logits, int vocabulary, Control control, int firstRow,
             DeviceBuffer candidates, DeviceBuffer candidateIndices) {
         int chunks = chunks(vocabulary);
-        return KernelLaunch.of(kernel("cg4j_llm_sample_partial"), LaunchConfig.of(Dim3.of(chunks, rows, 1),
-                Dim3.of(SAMPLE_THREADS)), logits, vocabulary, control.temperature(), control.topK(), firstRow,
+        return KernelLaunch.of(kernel("cg4j_llm_sample_partial"), config(Dim3.of(chunks, rows, 1),
+                Dim3.of(SAMPLE_THREADS), 0), logits, vocabulary, control.temperature(), control.topK(), firstRow,
                 candidates, candidateIndices, chunks);
     }
 
@@ -287,8 +288,8 @@ public final class DecoderKernels implements AutoCloseable {
      */
     public KernelLaunch sampleFinish(int rows, int vocabulary, Control control, int firstRow, DeviceBuffer candidates,
             DeviceBuffer candidateIndices) {
-        return KernelLaunch.of(kernel("cg4j_llm_sample_finish"), LaunchConfig.of(Dim3.of(rows),
-                Dim3.of(SAMPLE_THREADS)), candidates, candidateIndices, chunks(vocabulary), firstRow, control.token(),
+        return KernelLaunch.of(kernel("cg4j_llm_sample_finish"), config(Dim3.of(rows), Dim3.of(SAMPLE_THREADS), 0),
+                candidates, candidateIndices, chunks(vocabulary), firstRow, control.token(),
                 control.pos(), control.generated(), control.maxNew(), control.done(), control.active(),
                 control.temperature(), control.topK(), control.topP(), control.seed(), control.stopIds(),
                 control.stopCount(), control.hostTokens(), control.hostCount(), control.stride());
@@ -361,7 +362,16 @@ public final class DecoderKernels implements AutoCloseable {
         CudaKernel kernel = projection(prefix, rows);
         int resident = kernel.maxActiveBlocksPerMultiprocessor(device, Dim3.of(threads), sharedBytes);
         int blocks = Math.max(1, Math.min((features + tileFeatures - 1) / tileFeatures, resident * multiprocessors));
-        return KernelLaunch.of(kernel, LaunchConfig.of(Dim3.of(blocks), Dim3.of(threads), sharedBytes), arguments);
+        return KernelLaunch.of(kernel, config(Dim3.of(blocks), Dim3.of(threads), sharedBytes), arguments);
+    }
+
+    /**
+     * Every decoder kernel launches with programmatic dependent launch: it may start while the kernel
+     * before it runs, and waits on the device before it reads what that kernel writes; a projection
+     * starts on its weights meanwhile, which no kernel writes ({@code tensor_gemv.cuh}).
+     */
+    private static LaunchConfig config(Dim3 grid, Dim3 block, int sharedBytes) {
+        return LaunchConfig.of(grid, block, sharedBytes).withProgrammaticDependentLaunch();
     }
 
     /** Shared memory for {@code rows} normalized rows, each padded by 16 bytes. */
