@@ -13,8 +13,9 @@
 // reductions.
 //
 // Under programmatic dependent launch a block starts while the kernel before it is still running:
-// it asks L2 for its first tile's weights and loads its first round of them (weights never depend on
-// the step) before it waits for the previous kernel and reads x.
+// it issues its first round of weight loads (weights never depend on the step) before it waits for
+// the previous kernel and reads x. (Asking L2 for the whole first tile as well made the step 7%
+// slower on the H200: kernels/PERFORMANCE.md.)
 #pragma once
 
 #include "../arch/grid_dependency.cuh"
@@ -112,28 +113,30 @@ __device__ __forceinline__ void stream_tiles(int tiles, int K, int R, Inputs inp
   float acc[Tiles][4] = {};
   WeightPieces<Unroll> held, next;
   int tile = blockIdx.x, round = 0;
-  arch::allow_dependent_launch();
-  if (tile < tiles) {
-    // The first tile's weight rows, 128-byte lines dealt over the warps and lanes t of each group.
-    const bf16 *lo, *hi;
-    rows_of(tile, g, lo, hi);
-#ifndef CG4J_LLM_NO_FIRST_TILE_PREFETCH
-    for (int line = warp * 4 + t; line < K / 64; line += warps * 4) {
-      arch::prefetch_l2(lo + line * 64);
-      arch::prefetch_l2(hi + line * 64);
-    }
-#endif
-    load(held, tile, 0);
-  }
-  arch::wait_for_prerequisite_grids();
-  const Rows x = inputs();
-  while (tile < tiles) {
-    int next_tile = tile, next_round = round + 1;
+  // The round after (tile, round): the next of this tile, or the first of the block's next tile.
+  int next_tile, next_round;
+  auto advance = [&] {
+    next_tile = tile;
+    next_round = round + 1;
     if (next_round == rounds) {
       next_round = 0;
       next_tile += gridDim.x;
     }
-    if (next_tile < tiles) load(next, next_tile, next_round);
+  };
+  arch::allow_dependent_launch();
+  if (tile < tiles) load(held, tile, 0);
+  advance();
+#ifdef CG4J_LLM_EARLY_NEXT
+  bool next_issued = next_tile < tiles;
+  if (next_issued) load(next, next_tile, next_round);
+#else
+  bool next_issued = false;
+#endif
+  arch::wait_for_prerequisite_grids();
+  const Rows x = inputs();
+  while (tile < tiles) {
+    if (!next_issued && next_tile < tiles) load(next, next_tile, next_round);
+    next_issued = false;
 #pragma unroll
     for (int u = 0; u < Unroll; ++u) {
       const int c = (round * Unroll + u) * warps + warp;
@@ -156,6 +159,7 @@ __device__ __forceinline__ void stream_tiles(int tiles, int K, int R, Inputs inp
     held = next;
     tile = next_tile;
     round = next_round;
+    advance();
   }
 }
 
