@@ -13,8 +13,8 @@
 // reductions.
 //
 // Under programmatic dependent launch a block starts while the kernel before it is still running:
-// it issues its first round of weight loads (weights never depend on the step) before it waits for
-// the previous kernel and reads x. (Asking L2 for the whole first tile as well made the step 7%
+// it issues its first two rounds of weight loads (weights never depend on the step) before it waits
+// for the previous kernel and reads x. (Asking L2 for the whole first tile as well made the step 7%
 // slower on the H200: kernels/PERFORMANCE.md.)
 #pragma once
 
@@ -85,7 +85,8 @@ struct WeightPieces {
 /// block has, so a smaller block is slower, never wrong). A tile takes `rounds` rounds of Unroll
 /// chunks a warp (chunks warp, warp + warps, ... of K); a warp issues the loads of its next round,
 /// of this tile or the next, before it multiplies the pieces it holds, so that its loads stay in
-/// flight across rounds and across the tiles' reductions. rows_of(tile, g, lo, hi) points lo and hi
+/// flight across rounds and across the tiles' reductions. The first two rounds are issued before
+/// the wait for the previous kernel. rows_of(tile, g, lo, hi) points lo and hi
 /// at the weight rows that lane group g multiplies (the tile's rows g and g + 8); inputs() returns
 /// the rows of x, called by every thread once the previous kernel has completed (the first weights
 /// are on their way by then); epilogue(tile, group, r, lo_sum, hi_sum) stores a tile's sums, as
@@ -126,17 +127,10 @@ __device__ __forceinline__ void stream_tiles(int tiles, int K, int R, Inputs inp
   arch::allow_dependent_launch();
   if (tile < tiles) load(held, tile, 0);
   advance();
-#ifdef CG4J_LLM_EARLY_NEXT
-  bool next_issued = next_tile < tiles;
-  if (next_issued) load(next, next_tile, next_round);
-#else
-  bool next_issued = false;
-#endif
+  if (next_tile < tiles) load(next, next_tile, next_round);
   arch::wait_for_prerequisite_grids();
   const Rows x = inputs();
   while (tile < tiles) {
-    if (!next_issued && next_tile < tiles) load(next, next_tile, next_round);
-    next_issued = false;
 #pragma unroll
     for (int u = 0; u < Unroll; ++u) {
       const int c = (round * Unroll + u) * warps + warp;
@@ -160,6 +154,7 @@ __device__ __forceinline__ void stream_tiles(int tiles, int K, int R, Inputs inp
     tile = next_tile;
     round = next_round;
     advance();
+    if (next_tile < tiles) load(next, next_tile, next_round);
   }
 }
 
