@@ -6585,6 +6585,68 @@ public class cudart_h extends cudart_h$shared {
         }
     }
 
+    private static class cudaGraphKernelNodeSetAttribute {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_INT,
+            cudart_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaGraphKernelNodeSetAttribute").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaGraphKernelNodeSetAttribute"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphKernelNodeSetAttribute(cudaGraphNode_t hNode, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value)
+     * }
+     */
+    public static FunctionDescriptor cudaGraphKernelNodeSetAttribute$descriptor() {
+        return cudaGraphKernelNodeSetAttribute.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphKernelNodeSetAttribute(cudaGraphNode_t hNode, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value)
+     * }
+     */
+    public static MethodHandle cudaGraphKernelNodeSetAttribute$handle() {
+        return cudaGraphKernelNodeSetAttribute.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphKernelNodeSetAttribute(cudaGraphNode_t hNode, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value)
+     * }
+     */
+    public static MemorySegment cudaGraphKernelNodeSetAttribute$address() {
+        return cudaGraphKernelNodeSetAttribute.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphKernelNodeSetAttribute(cudaGraphNode_t hNode, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value)
+     * }
+     */
+    public static int cudaGraphKernelNodeSetAttribute(MemorySegment hNode, int attr, MemorySegment value) {
+        var mh$ = cudaGraphKernelNodeSetAttribute.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaGraphKernelNodeSetAttribute", hNode, attr, value);
+            }
+            return (int)mh$.invokeExact(hNode, attr, value);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static class cudaGraphAddMemcpyNode1D {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
             cudart_h.C_INT,
