@@ -8148,6 +8148,66 @@ public class cudart_h extends cudart_h$shared {
         }
     }
 
+    private static class cudaGraphDestroyNode {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaGraphDestroyNode").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaGraphDestroyNode"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node)
+     * }
+     */
+    public static FunctionDescriptor cudaGraphDestroyNode$descriptor() {
+        return cudaGraphDestroyNode.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node)
+     * }
+     */
+    public static MethodHandle cudaGraphDestroyNode$handle() {
+        return cudaGraphDestroyNode.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node)
+     * }
+     */
+    public static MemorySegment cudaGraphDestroyNode$address() {
+        return cudaGraphDestroyNode.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node)
+     * }
+     */
+    public static int cudaGraphDestroyNode(MemorySegment node) {
+        var mh$ = cudaGraphDestroyNode.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaGraphDestroyNode", node);
+            }
+            return (int)mh$.invokeExact(node);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static class cudaGraphInstantiateWithFlags {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
             cudart_h.C_INT,
