@@ -142,42 +142,37 @@ public final class CudaKernel {
         MemorySegment pointers = arguments.pointers(stream.device().ordinal(),
                 capture == null ? null : capture.allocations());
         if (capture == null) {
-            queue(stream.device(), streamHandle, config, arguments, pointers);
+            queue(stream.device(), config, streamHandle, pointers);
             return;
         }
         // Queued and recorded under the slot's monitor, so that a run lists the stream's launches
         // in the order the runtime queued them, whichever threads launch.
         synchronized (slot) {
-            queue(stream.device(), streamHandle, config, arguments, pointers);
+            queue(stream.device(), config, streamHandle, pointers);
             recordCapturedLaunch(capture, slot, config, arguments, streamHandle);
         }
     }
 
-    private void queue(CudaDevice device, MemorySegment stream, LaunchConfig config, KernelArguments arguments,
-            MemorySegment pointers) {
-        if (config.cluster() != null || config.cooperative()) {
-            launchWithAttributes(device, stream, config, pointers);
-        } else if (config.programmaticDependentLaunch()) {
-            Dim3 grid = config.grid();
-            Dim3 block = config.block();
-            Libraries.launchProgrammatic(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
-                    config.sharedMemBytes(), pointers, stream, symbol);
-        } else {
-            Libraries.launch(handle(), arguments.dims(config), config.sharedMemBytes(), pointers, stream, symbol);
+    private void queue(CudaDevice device, LaunchConfig config, MemorySegment stream, MemorySegment pointers) {
+        if (config.hasNodeAttributes()) {
+            checkAttributes(device, config);
         }
+        config.nativeLaunch().launch(handle(), pointers, stream, symbol);
     }
 
     /**
-     * A cluster or cooperative launch: checked against the device first, so that a GPU that cannot
-     * run it says so by name rather than with the runtime's generic refusal.
+     * Checks a cluster or cooperative shape against {@code device}, so that a GPU that cannot run it
+     * says so by name rather than with the runtime's generic refusal; a launch, a captured launch and
+     * a kernel node ({@code CudaGraph.addKernel}) check alike.
+     *
+     * @throws IllegalArgumentException if the shape cannot run on {@code device}
+     * @throws UnsupportedOperationException if the device has no clusters or no cooperative launch
      */
-    private void launchWithAttributes(CudaDevice device, MemorySegment stream, LaunchConfig config,
-            MemorySegment pointers) {
-        Dim3 grid = config.grid();
+    void checkAttributes(CudaDevice device, LaunchConfig config) {
         Dim3 block = config.block();
         Dim3 cluster = config.cluster();
         if (cluster != null) {
-            int clusters = maxActiveClusters(device, stream, config);
+            int clusters = maxActiveClusters(device, config);
             if (clusters == 0) {
                 throw new IllegalArgumentException("kernel " + symbol + " cannot run in clusters of " + cluster
                         + " blocks of " + block + " threads and " + config.sharedMemBytes() + " bytes of shared memory on "
@@ -186,6 +181,7 @@ public final class CudaKernel {
             }
         }
         if (config.cooperative()) {
+            Dim3 grid = config.grid();
             long blocks = grid.volume();
             int most = maxCooperativeBlocks(device, block, config.sharedMemBytes());
             if (blocks > most) {
@@ -195,10 +191,6 @@ public final class CudaKernel {
                         + " bytes of shared memory");
             }
         }
-        Libraries.launchWithAttributes(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
-                config.sharedMemBytes(), pointers, stream, config.programmaticDependentLaunch(),
-                cluster == null ? 0 : cluster.x(), cluster == null ? 0 : cluster.y(), cluster == null ? 0 : cluster.z(),
-                config.cooperative(), symbol);
     }
 
     /**
@@ -213,11 +205,6 @@ public final class CudaKernel {
      * @throws UnsupportedOperationException if the device has no thread-block clusters (before sm_90)
      */
     public int maxActiveClusters(CudaDevice device, LaunchConfig config) {
-        // The default stream of the device made current: the query queues nothing.
-        return maxActiveClusters(device, MemorySegment.NULL, config);
-    }
-
-    private int maxActiveClusters(CudaDevice device, MemorySegment stream, LaunchConfig config) {
         Dim3 cluster = config.cluster();
         if (cluster == null) {
             throw new IllegalArgumentException("the launch configuration has no cluster shape: use withCluster");
@@ -230,10 +217,7 @@ public final class CudaKernel {
         if (cluster.volume() > MAX_PORTABLE_CLUSTER_BLOCKS) {
             return 0; // the runtime refuses to size it (cudaErrorInvalidClusterSize) without a non-portable opt-in
         }
-        Dim3 grid = config.grid();
-        Dim3 block = config.block();
-        return Libraries.maxActiveClusters(handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(),
-                config.sharedMemBytes(), stream, cluster.x(), cluster.y(), cluster.z(), symbol);
+        return config.nativeLaunch().maxActiveClusters(handle(), symbol);
     }
 
     /**

@@ -2,6 +2,7 @@ package org.cudagraph4j;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import org.cudagraph4j.internal.NativeLaunch;
 import org.cudagraph4j.internal.lifetime.CaptureTracker;
 import org.cudagraph4j.internal.lifetime.GraphAllocations;
 import org.cudagraph4j.internal.lifetime.Lifetime;
@@ -10,7 +11,8 @@ import org.cudagraph4j.internal.lifetime.Lifetime;
  * What {@code org.cudagraph4j.graph} does with this package's objects beyond their public API: a
  * stream's capture slot, the lifetimes behind buffers and events, kernel arguments in their native
  * form, and views of graph memory. It sits here, naming this package's own types, so that the
- * graph package above reaches it through plain one-way dependencies.
+ * graph package above reaches it through plain one-way dependencies. It names one internal type
+ * besides the lifetime model's, the native form of a launch configuration.
  *
  * <p>It is public only because the graph package is another package. {@link #get()} hands the one
  * instance to the library's own module and refuses any other, which keeps it as closed as the
@@ -116,6 +118,39 @@ public final class GraphAccess {
      */
     public MemorySegment argumentPointers(KernelArguments arguments, int launchDevice, GraphAllocations graphMemory) {
         return arguments.pointers(launchDevice, graphMemory);
+    }
+
+    /**
+     * A launch configuration in the form the runtime takes it, made once and kept by the configuration.
+     *
+     * @param config the configuration
+     * @return its native form
+     */
+    public NativeLaunch nativeLaunch(LaunchConfig config) {
+        return config.nativeLaunch();
+    }
+
+    /**
+     * Whether a configuration has what a kernel node holds as attributes: a cluster shape or cooperative launch.
+     *
+     * @param config the configuration
+     * @return whether it has a cluster shape or is cooperative
+     */
+    public boolean hasNodeAttributes(LaunchConfig config) {
+        return config.hasNodeAttributes();
+    }
+
+    /**
+     * Checks a cluster or cooperative shape against the device it will run on, as a launch does.
+     *
+     * @param kernel the kernel
+     * @param device the device
+     * @param config the configuration
+     * @throws IllegalArgumentException if the shape cannot run on the device
+     * @throws UnsupportedOperationException if the device has no clusters or no cooperative launch
+     */
+    public void checkAttributes(CudaKernel kernel, CudaDevice device, LaunchConfig config) {
+        kernel.checkAttributes(device, config);
     }
 
     /**

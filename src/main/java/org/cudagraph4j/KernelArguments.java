@@ -7,7 +7,6 @@ import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.List;
 import org.cudagraph4j.internal.Devices;
-import org.cudagraph4j.internal.Libraries;
 import org.cudagraph4j.internal.lifetime.GraphAllocations;
 import org.cudagraph4j.internal.lifetime.Lifetime;
 import org.cudagraph4j.internal.lifetime.LiveCounters;
@@ -45,15 +44,9 @@ public final class KernelArguments implements AutoCloseable {
     private ArgumentValues recorded;
     /** What a capture records of the last captured launch, which the next with the same configuration shares. */
     private CapturedLaunch captured;
-    /** The last launch's shape in the form the runtime takes it, made once per configuration. */
-    private LaunchShape shape;
-
-    /** A configuration and its grid and block as {@code cudaLaunchKernel} takes them; immutable, so a race is benign. */
-    private record LaunchShape(LaunchConfig config, Libraries.LaunchDims dims) {}
-
     /**
      * A captured launch as its capture records it: the configuration it was made for, the launch
-     * its node records ({@code null} for one not recorded) and what it keeps alive.
+     * its node records and what it keeps alive.
      */
     record CapturedLaunch(LaunchConfig config, KernelLaunch launch, List<Lifetime> uses) {}
 
@@ -191,25 +184,10 @@ public final class KernelArguments implements AutoCloseable {
     CapturedLaunch capturedLaunch(LaunchConfig config) {
         CapturedLaunch last = captured;
         if (last == null || last.config() != config) {
-            last = new CapturedLaunch(config, recordable(config), uses());
+            last = new CapturedLaunch(config, new KernelLaunch(kernel, config, recorded()), uses());
             captured = last;
         }
         return last;
-    }
-
-    /**
-     * The launch a captured kernel node records, or {@code null} for a cluster or cooperative launch:
-     * such a node keeps its shape in the graph, but is not one this library could save or re-create.
-     */
-    private KernelLaunch recordable(LaunchConfig config) {
-        if (config.cluster() != null || config.cooperative()) {
-            return null;
-        }
-        // Programmatic dependent launch is the graph's programmatic edge into the node, not the node's.
-        LaunchConfig shape = config.programmaticDependentLaunch()
-                ? LaunchConfig.of(config.grid(), config.block(), config.sharedMemBytes())
-                : config;
-        return new KernelLaunch(kernel, shape, recorded());
     }
 
     /**
@@ -230,23 +208,6 @@ public final class KernelArguments implements AutoCloseable {
         arguments[index] = value;
         recorded = null;
         captured = null;
-    }
-
-    /**
-     * The grid and block of {@code config} as the runtime takes them, kept for the next launch with
-     * the same configuration, instead of a thread-local pair of native {@code dim3} looked up and
-     * written at every launch.
-     */
-    Libraries.LaunchDims dims(LaunchConfig config) {
-        LaunchShape last = shape;
-        if (last == null || last.config() != config) {
-            Dim3 grid = config.grid();
-            Dim3 block = config.block();
-            last = new LaunchShape(config,
-                    Libraries.LaunchDims.of(grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z()));
-            shape = last;
-        }
-        return last.dims();
     }
 
     /** {@return whether these arguments are open: false once {@link #close()} has been called} */

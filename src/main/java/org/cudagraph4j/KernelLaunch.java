@@ -12,10 +12,11 @@ import java.util.Objects;
  * {@link org.cudagraph4j.graph}). Arguments are checked against the kernel's parameter info when it
  * launches, or when a node is added or updated.
  *
- * <p>A kernel node holds grid, block and dynamic shared memory only: a node added or updated from a
- * configuration with launch attributes is refused. A captured launch records the node's shape
- * without its programmatic dependent launch, which the graph keeps as a programmatic edge, and a
- * captured cluster or cooperative launch is not recorded.
+ * <p>Every one of those paths takes the configuration in one native form, made once per
+ * {@link LaunchConfig}. A kernel node, added or captured, keeps the whole configuration: grid, block
+ * and shared memory as its parameters, a cluster shape and cooperative launch as node attributes,
+ * and programmatic dependent launch as programmatic edges from the kernel nodes before it. A
+ * captured launch records the configuration as it was launched.
  *
  * <p>Thread safety: immutable and safe to share; the arguments are an unmodifiable copy.
  *

@@ -1,6 +1,7 @@
 package org.cudagraph4j;
 
 import java.util.Objects;
+import org.cudagraph4j.internal.NativeLaunch;
 
 /**
  * The shape of a kernel launch: grid, block, dynamic shared memory, and the launch attributes.
@@ -25,20 +26,29 @@ import java.util.Objects;
  * ({@code cooperative_groups::this_grid().sync()}). {@link CudaKernel#launch} checks both against
  * the stream's device before launching, and captures keep them in the graph's kernel node.
  *
+ * <p>The first launch turns a configuration into the form the runtime takes, once, and keeps it:
+ * every later launch, captured launch, graph node and node update with the same configuration reads
+ * that form as it is, so keep a configuration that launches often rather than making it anew. That
+ * is why this value class is not a record; it compares, hashes and prints as one would.
+ *
  * <p>Thread safety: immutable and safe to share; one configuration may serve launches from several
  * threads at once.
- *
- * @param grid blocks in the grid
- * @param block threads in a block; at most 1024 in all
- * @param sharedMemBytes dynamic shared memory per block, in bytes
- * @param programmaticDependentLaunch whether to launch with programmatic stream serialization
- * @param cluster blocks per thread-block cluster, or {@code null} for no clusters
- * @param cooperative whether to launch cooperatively, every block resident at once
  */
-public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, boolean programmaticDependentLaunch,
-        Dim3 cluster, boolean cooperative) {
+public final class LaunchConfig {
     /** The most threads a block may have on every GPU this library supports. */
     public static final int MAX_THREADS_PER_BLOCK = 1024;
+
+    private final Dim3 grid;
+    private final Dim3 block;
+    private final int sharedMemBytes;
+    private final boolean programmaticDependentLaunch;
+    private final Dim3 cluster;
+    private final boolean cooperative;
+    /**
+     * The native form, made on first use; threads that race each make an equal one. Volatile, so
+     * that the native memory it wrote is seen by every thread that reads it (an x86 load all the same).
+     */
+    private volatile NativeLaunch nativeLaunch;
 
     /**
      * Checks the configuration.
@@ -53,7 +63,8 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, boolean pr
      * @throws IllegalArgumentException if the block has more than {@value #MAX_THREADS_PER_BLOCK} threads,
      *     {@code sharedMemBytes} is negative, or the grid is not a whole number of clusters
      */
-    public LaunchConfig {
+    public LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, boolean programmaticDependentLaunch, Dim3 cluster,
+            boolean cooperative) {
         Objects.requireNonNull(grid, "grid");
         Objects.requireNonNull(block, "block");
         if (block.volume() > MAX_THREADS_PER_BLOCK) {
@@ -68,6 +79,65 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, boolean pr
             throw new IllegalArgumentException("the grid " + grid + " is not a whole number of clusters " + cluster
                     + ": each grid dimension must be a multiple of the cluster's");
         }
+        this.grid = grid;
+        this.block = block;
+        this.sharedMemBytes = sharedMemBytes;
+        this.programmaticDependentLaunch = programmaticDependentLaunch;
+        this.cluster = cluster;
+        this.cooperative = cooperative;
+    }
+
+    /** {@return blocks in the grid} */
+    public Dim3 grid() {
+        return grid;
+    }
+
+    /** {@return threads in a block} */
+    public Dim3 block() {
+        return block;
+    }
+
+    /** {@return dynamic shared memory per block, in bytes} */
+    public int sharedMemBytes() {
+        return sharedMemBytes;
+    }
+
+    /** {@return whether the launch allows programmatic stream serialization} */
+    public boolean programmaticDependentLaunch() {
+        return programmaticDependentLaunch;
+    }
+
+    /** {@return blocks per thread-block cluster, or {@code null} for no clusters} */
+    public Dim3 cluster() {
+        return cluster;
+    }
+
+    /** {@return whether the launch is cooperative, every block resident at once} */
+    public boolean cooperative() {
+        return cooperative;
+    }
+
+    /** {@return whether the launch has a cluster shape or is cooperative: what a kernel node holds as attributes} */
+    boolean hasNodeAttributes() {
+        return cluster != null || cooperative;
+    }
+
+    /**
+     * The launch in the form the runtime takes it, made on the first call and kept: a launch reads a
+     * field, with no lookup, copy or allocation.
+     */
+    NativeLaunch nativeLaunch() {
+        NativeLaunch result = nativeLaunch;
+        if (result == null) {
+            result = NativeLaunch.of(dims(grid), dims(block), sharedMemBytes, programmaticDependentLaunch,
+                    cluster == null ? null : dims(cluster), cooperative);
+            nativeLaunch = result;
+        }
+        return result;
+    }
+
+    private static int[] dims(Dim3 dims) {
+        return new int[] {dims.x(), dims.y(), dims.z()};
     }
 
     /**
@@ -150,5 +220,26 @@ public record LaunchConfig(Dim3 grid, Dim3 block, int sharedMemBytes, boolean pr
      */
     public static String shape(Dim3 grid, Dim3 block, int sharedMemBytes) {
         return "<<<" + grid + "," + block + "," + sharedMemBytes + ">>>";
+    }
+
+    @Override
+    public boolean equals(Object other) {
+        return other instanceof LaunchConfig config && grid.equals(config.grid) && block.equals(config.block)
+                && sharedMemBytes == config.sharedMemBytes
+                && programmaticDependentLaunch == config.programmaticDependentLaunch
+                && Objects.equals(cluster, config.cluster) && cooperative == config.cooperative;
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(grid, block, sharedMemBytes, programmaticDependentLaunch, cluster, cooperative);
+    }
+
+    /** {@return the components, as a record prints them} */
+    @Override
+    public String toString() {
+        return "LaunchConfig[grid=" + grid + ", block=" + block + ", sharedMemBytes=" + sharedMemBytes
+                + ", programmaticDependentLaunch=" + programmaticDependentLaunch + ", cluster=" + cluster
+                + ", cooperative=" + cooperative + "]";
     }
 }

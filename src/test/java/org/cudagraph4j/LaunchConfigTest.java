@@ -2,7 +2,9 @@ package org.cudagraph4j;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -55,5 +57,27 @@ class LaunchConfigTest {
     @Test
     void dim3VolumeDoesNotOverflow() {
         assertEquals(8L * Integer.MAX_VALUE, Dim3.of(Integer.MAX_VALUE, 8).volume());
+    }
+
+    @Test
+    void theNativeFormIsMadeOnceAndKeptByTheConfiguration() {
+        LaunchConfig config = LaunchConfig.of(Dim3.of(8), Dim3.of(64), 256).withCluster(Dim3.of(2));
+        assertSame(config.nativeLaunch(), config.nativeLaunch());
+        LaunchConfig equal = LaunchConfig.of(Dim3.of(8), Dim3.of(64), 256).withCluster(Dim3.of(2));
+        assertEquals(config, equal, "the native form is no part of the value");
+        assertEquals(config.hashCode(), equal.hashCode());
+        equal.nativeLaunch();
+        assertEquals(config, equal);
+    }
+
+    @Test
+    void itComparesAndPrintsAsARecordWould() {
+        LaunchConfig plain = LaunchConfig.of(Dim3.of(8), Dim3.of(64), 256);
+        assertNotEquals(plain, plain.withCooperativeLaunch());
+        assertNotEquals(plain, plain.withProgrammaticDependentLaunch());
+        assertNotEquals(plain, plain.withCluster(Dim3.of(2)));
+        assertNotEquals(plain, LaunchConfig.of(Dim3.of(8), Dim3.of(64), 128));
+        assertEquals("LaunchConfig[grid=8, block=64, sharedMemBytes=256, programmaticDependentLaunch=false, "
+                + "cluster=2, cooperative=true]", plain.withCluster(Dim3.of(2)).withCooperativeLaunch().toString());
     }
 }

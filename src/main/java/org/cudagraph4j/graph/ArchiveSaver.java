@@ -14,6 +14,7 @@ import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.DeviceProperties;
 import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.KernelParameter;
+import org.cudagraph4j.LaunchConfig;
 import org.cudagraph4j.graph.ArchiveModel.Argument;
 import org.cudagraph4j.graph.ArchiveModel.CopyNode;
 import org.cudagraph4j.graph.ArchiveModel.Edge;
@@ -104,8 +105,13 @@ final class ArchiveSaver {
         KernelLaunch params = node.kernelParams().orElseThrow(() -> new GraphArchiveException(
                 Reason.UNSUPPORTED, node + " (" + node.kernelInfo().name() + ") is a kernel node whose launch this "
                 + "library did not record (it was captured from a launch made outside cudagraph4j, such as another "
-                + "library's kernel, or a cluster or cooperative launch, which a kernel node added through this "
-                + "library does not hold)"));
+                + "library's kernel)"));
+        LaunchConfig config = params.config();
+        if (config.cluster() != null || config.cooperative()) {
+            throw new GraphArchiveException(Reason.UNSUPPORTED, node + " (" + params.kernel().name() + ") launches "
+                    + (config.cluster() != null ? "in clusters of " + config.cluster() : "cooperatively")
+                    + ", which a graph archive does not hold: it keeps a kernel node's grid, block and shared memory");
+        }
         CudaKernel kernel = params.kernel();
         CudaLibrary library = kernel.library();
         String hash = library.contentHash();

@@ -197,31 +197,52 @@ public final class CudaGraph extends GraphResource {
     }
 
     /**
-     * Adds a kernel launch, to run on this graph's {@link #device()}. Arguments are checked against
-     * the kernel's parameter info first.
+     * Adds a kernel launch, to run on this graph's {@link #device()}, as a stream capture of the same
+     * launch would: the node launches the configuration's grid, block and shared memory, keeps its
+     * {@linkplain LaunchConfig#withCluster cluster shape} and {@linkplain LaunchConfig#withCooperativeLaunch
+     * cooperative launch} as node attributes, and with {@linkplain LaunchConfig#withProgrammaticDependentLaunch
+     * programmatic dependent launch} depends on each kernel node among {@code dependencies} through a
+     * programmatic edge (see {@link #addProgrammaticDependency}); other dependencies stay full edges.
+     * Arguments are checked against the kernel's parameter info first, and a cluster or cooperative
+     * shape against the device, as a launch checks them.
      *
-     * @param params the kernel, its launch shape and its arguments; the shape without launch attributes,
-     *     which a kernel node does not hold (for programmatic dependent launch, see
-     *     {@link #addProgrammaticDependency})
+     * @param params the kernel, its launch configuration and its arguments
      * @param dependencies nodes of this graph that must complete first; none for a root node
      * @return the new node
      * @throws IllegalArgumentException if the arguments do not fit the kernel's parameters, a buffer among them
      *     is on a device that this graph's device cannot reach (neither it nor a peer with access enabled), a
-     *     dependency belongs to another graph, or the configuration has a launch attribute
+     *     dependency belongs to another graph, or a cluster or cooperative shape cannot run on the device
+     * @throws UnsupportedOperationException if the configuration has a cluster shape or cooperative launch
+     *     that the device does not support
      * @throws IllegalStateException if this graph, the kernel's library or a buffer among the arguments is closed
      */
     public GraphNode addKernel(KernelLaunch params, GraphNode... dependencies) {
         Objects.requireNonNull(params, "params");
+        LaunchConfig config = params.config();
+        List<MemorySegment> full = handles(dependencies);
+        List<MemorySegment> programmatic = List.of();
+        if (config.programmaticDependentLaunch()) {
+            // As a captured launch: kernel nodes before it may let it start early, other nodes must end.
+            full = new ArrayList<>(dependencies.length);
+            programmatic = new ArrayList<>(dependencies.length);
+            for (GraphNode dependency : dependencies) {
+                (dependency.type() == GraphNodeType.KERNEL ? programmatic : full).add(dependency.handle());
+            }
+        }
+        if (ROOT.hasNodeAttributes(config)) {
+            ROOT.checkAttributes(params.kernel(), device(), config);
+        }
         MemorySegment node;
         List<Lifetime> uses;
         try (KernelArguments arguments = temporaryArguments(params)) {
             uses = ROOT.uses(arguments);
             held.hold(uses);
             try {
-                Graphs.KernelParams kernel = kernelParams(params, arguments);
+                MemorySegment pointers = argumentPointers(arguments);
                 kernelNodes.resolveBeforeGraphChanges();
                 useDevice();
-                node = Graphs.addKernelNode(handle(), handles(dependencies), kernel);
+                node = Graphs.addKernelNode(handle(), full, programmatic, ROOT.nativeLaunch(config),
+                        params.kernel().handle(), pointers);
             } catch (RuntimeException e) {
                 held.drop(uses);
                 throw e;
@@ -810,27 +831,9 @@ public final class CudaGraph extends GraphResource {
         return handle.equals(MemorySegment.NULL) ? null : node(handle);
     }
 
-    /**
-     * A kernel node's parameters, for this graph's device, which must reach every buffer among them.
-     *
-     * @throws IllegalArgumentException if the launch has an attribute, which the node would drop
-     */
-    Graphs.KernelParams kernelParams(KernelLaunch params, KernelArguments arguments) {
-        LaunchConfig config = params.config();
-        if (config.programmaticDependentLaunch()) {
-            throw new IllegalArgumentException("a kernel node of " + params.kernel().symbol() + " cannot launch with "
-                    + "programmatic dependent launch: in a graph it is an edge, added with addProgrammaticDependency");
-        }
-        if (config.cluster() != null || config.cooperative()) {
-            throw new IllegalArgumentException("a kernel node of " + params.kernel().symbol() + " added or updated "
-                    + "through this library holds grid, block and shared memory only, not "
-                    + (config.cluster() != null ? "a cluster shape" : "cooperative launch")
-                    + ": capture the launch on a stream instead, which keeps it in the node");
-        }
-        Dim3 grid = config.grid();
-        Dim3 block = config.block();
-        return new Graphs.KernelParams(params.kernel().handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(),
-                block.z(), config.sharedMemBytes(), ROOT.argumentPointers(arguments, device, allocations));
+    /** The {@code void*[]} of {@code arguments}, for this graph's device, which must reach every buffer among them. */
+    MemorySegment argumentPointers(KernelArguments arguments) {
+        return ROOT.argumentPointers(arguments, device, allocations);
     }
 
     /**

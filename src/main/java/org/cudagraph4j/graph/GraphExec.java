@@ -5,11 +5,14 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.locks.ReentrantLock;
 import org.cudagraph4j.CudaStream;
+import org.cudagraph4j.Dim3;
 import org.cudagraph4j.GraphAccess;
 import org.cudagraph4j.KernelArguments;
 import org.cudagraph4j.KernelLaunch;
+import org.cudagraph4j.LaunchConfig;
 import org.cudagraph4j.error.StreamCaptureException;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.HostFunctions;
@@ -150,11 +153,13 @@ public final class GraphExec extends GraphResource {
      * The kernel must stay the same. What the node used before and no other node uses is let go.
      *
      * @param node a kernel node of the graph this was instantiated from
-     * @param params the new launch: the same kernel, with other arguments or another shape, without launch
-     *     attributes
+     * @param params the new launch: the same kernel, with other arguments or another grid, block or shared
+     *     memory, and the node's own launch attributes (cluster shape, cooperative launch, programmatic
+     *     dependent launch), which an executable keeps as they were instantiated
      * @throws IllegalArgumentException if {@code node} is not from the graph this was instantiated from, the
      *     arguments do not fit the kernel's parameters, a buffer among them is on a device that the graph's
-     *     device cannot reach, or the configuration has a launch attribute
+     *     device cannot reach, the launch attributes differ from the node's, or a cluster or cooperative
+     *     shape cannot run on the device
      * @throws IllegalStateException if {@code node} is not a kernel node, or if its graph, this executable, a buffer
      *     among the arguments or the kernel's library is closed
      */
@@ -164,6 +169,11 @@ public final class GraphExec extends GraphResource {
         }
         node.requireType(GraphNodeType.KERNEL);
         requireKnownKernel(node, params);
+        LaunchConfig config = params.config();
+        requireSameAttributes(node, config);
+        if (ROOT.hasNodeAttributes(config)) {
+            ROOT.checkAttributes(params.kernel(), template.device(), config);
+        }
         lock.lock();
         try (KernelArguments arguments = CudaGraph.temporaryArguments(params)) {
             MemorySegment exec = handle();
@@ -178,7 +188,8 @@ public final class GraphExec extends GraphResource {
             }
             try {
                 template.useDevice(); // the node's kernel is set in its device's context
-                Graphs.setKernelNodeParams(exec, node.handle(), template.kernelParams(params, arguments));
+                Graphs.setKernelNodeParams(exec, node.handle(), ROOT.nativeLaunch(config),
+                        params.kernel().handle(), template.argumentPointers(arguments));
             } catch (RuntimeException e) {
                 if (!sameUses) {
                     held.drop(uses);
@@ -194,6 +205,41 @@ public final class GraphExec extends GraphResource {
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * Refuses launch attributes other than the node's: an executable keeps a node's cluster shape and
+     * cooperative launch, and its edges, as they were when it was instantiated. A node whose launch
+     * the library did not record has none that it knows of.
+     */
+    private static void requireSameAttributes(GraphNode node, LaunchConfig config) {
+        LaunchConfig built = node.kernelParams().map(KernelLaunch::config).orElse(null);
+        Dim3 cluster = built == null ? null : built.cluster();
+        boolean cooperative = built != null && built.cooperative();
+        boolean programmatic = built != null && built.programmaticDependentLaunch();
+        if (Objects.equals(cluster, config.cluster()) && cooperative == config.cooperative()
+                && programmatic == config.programmaticDependentLaunch()) {
+            return;
+        }
+        throw new IllegalArgumentException("updateKernelNode cannot change the launch attributes of node " + node.id()
+                + " (" + attributes(cluster, cooperative, programmatic) + ") to "
+                + attributes(config.cluster(), config.cooperative(), config.programmaticDependentLaunch())
+                + ": an executable keeps a node's cluster shape, cooperative launch and programmatic edges as they"
+                + " were instantiated; change the graph and instantiate it again");
+    }
+
+    private static String attributes(Dim3 cluster, boolean cooperative, boolean programmatic) {
+        List<String> named = new ArrayList<>(3);
+        if (cluster != null) {
+            named.add("clusters of " + cluster);
+        }
+        if (cooperative) {
+            named.add("cooperative launch");
+        }
+        if (programmatic) {
+            named.add("programmatic dependent launch");
+        }
+        return named.isEmpty() ? "no launch attributes" : String.join(", ", named);
     }
 
     /**

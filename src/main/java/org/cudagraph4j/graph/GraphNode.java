@@ -134,18 +134,18 @@ public final class GraphNode {
 
     /** A driver without {@code cuGraphKernelNodeGetParams}: the runtime reads the kernels it registered itself. */
     private KernelNodeInfo runtimeKernelInfo(MemorySegment node) {
-        Graphs.KernelParams params;
+        Driver.KernelNode params;
         try {
             params = Graphs.kernelNodeParams(node);
         } catch (CudaException unreadable) {
             throw new IllegalStateException("kernel node " + id() + " cannot be read: the driver gives no "
                     + "cuGraphKernelNodeGetParams, and " + unreadable.getMessage(), unreadable);
         }
-        String mangled = Libraries.name(params.function());
+        String mangled = Libraries.name(MemorySegment.ofAddress(params.function()));
         return new KernelNodeInfo(Demangler.demangle(mangled), mangled,
                 new Dim3(params.gridX(), params.gridY(), params.gridZ()),
                 new Dim3(params.blockX(), params.blockY(), params.blockZ()), params.sharedMemBytes(),
-                params.function().address());
+                params.function());
     }
 
     /**

@@ -217,24 +217,35 @@ public final class Graphs {
     }
 
     /**
-     * A kernel node's parameters in {@code cudaKernelNodeParams}' own form: a native function, the
-     * grid and block as plain ints, and the {@code void*[]} of arguments. The one description of a
-     * launch is the root's {@code KernelLaunch}, which this package, below the root, cannot name;
-     * this record is only its native form, built in one place ({@code CudaGraph.kernelParams}) and
-     * read back for {@code GraphNode.kernelInfo}.
-     */
-    public record KernelParams(MemorySegment function, int gridX, int gridY, int gridZ, int blockX, int blockY,
-            int blockZ, int sharedMemBytes, MemorySegment arguments) {}
-
-    /**
-     * Adds a kernel node after {@code dependencies}.
+     * Adds a kernel node that launches {@code function} with {@code arguments} as {@code launch}
+     * describes: its grid, block and shared memory as the node's parameters, its cluster shape and
+     * cooperative launch as node attributes. The node runs after {@code dependencies}, and after
+     * {@code programmaticDependencies} through programmatic edges, the form a launch with
+     * programmatic stream serialization takes in a graph. A node whose attributes or edges the runtime
+     * refuses is removed again.
      *
+     * @param dependencies nodes the new one depends on fully
+     * @param programmaticDependencies kernel nodes the new one depends on through a programmatic edge
      * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphAddKernelNode</a>
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphKernelNodeSetAttribute</a>
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphDestroyNode</a>
      */
     public static MemorySegment addKernelNode(MemorySegment graph, List<MemorySegment> dependencies,
-            KernelParams params) {
-        return Out.pointer("cudaGraphAddKernelNode", null, (arena, node) -> cudaGraphAddKernelNode(node, graph,
-                array(arena, dependencies), dependencies.size(), kernelParams(arena, params)));
+            List<MemorySegment> programmaticDependencies, NativeLaunch launch, MemorySegment function,
+            MemorySegment arguments) {
+        MemorySegment node = Out.pointer("cudaGraphAddKernelNode", null, (arena, out) -> cudaGraphAddKernelNode(out,
+                graph, array(arena, dependencies), dependencies.size(),
+                launch.nodeParams(cudaKernelNodeParams.allocate(arena), function, arguments)));
+        try {
+            launch.setNodeAttributes(node);
+            for (MemorySegment from : programmaticDependencies) {
+                addProgrammaticDependency(graph, from, node);
+            }
+        } catch (RuntimeException e) {
+            cudaGraphDestroyNode(node); // its edges go with it
+            throw e;
+        }
+        return node;
     }
 
     /**
@@ -441,19 +452,20 @@ public final class Graphs {
     }
 
     /**
-     * A kernel node's launch parameters; the arguments are not read back ({@code NULL}).
+     * A kernel node's function, launch shape and shared memory, as the runtime reads them back, in the
+     * driver's form ({@link Driver.KernelNode}, with no {@code CUkernel}).
      *
      * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphKernelNodeGetParams</a>
      */
-    public static KernelParams kernelNodeParams(MemorySegment node) {
+    public static Driver.KernelNode kernelNodeParams(MemorySegment node) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment params = cudaKernelNodeParams.allocate(arena);
             Status.check(cudaGraphKernelNodeGetParams(node, params), "cudaGraphKernelNodeGetParams");
             MemorySegment grid = cudaKernelNodeParams.gridDim(params);
             MemorySegment block = cudaKernelNodeParams.blockDim(params);
-            return new KernelParams(cudaKernelNodeParams.func(params), dim3.x(grid), dim3.y(grid), dim3.z(grid),
-                    dim3.x(block), dim3.y(block), dim3.z(block), cudaKernelNodeParams.sharedMemBytes(params),
-                    MemorySegment.NULL);
+            return new Driver.KernelNode(cudaKernelNodeParams.func(params).address(), 0, dim3.x(grid), dim3.y(grid),
+                    dim3.z(grid), dim3.x(block), dim3.y(block), dim3.z(block),
+                    cudaKernelNodeParams.sharedMemBytes(params));
         }
     }
 
@@ -624,33 +636,16 @@ public final class Graphs {
             ThreadLocal.withInitial(() -> cudaKernelNodeParams.allocate(Arena.ofAuto()));
 
     /**
-     * Sets the parameters of kernel node {@code node} in {@code exec}; the graph it came from is unchanged.
+     * Sets the parameters of kernel node {@code node} in {@code exec} to launch {@code function} with
+     * {@code arguments} in {@code launch}'s grid, block and shared memory; the node's attributes and
+     * the graph it came from are unchanged.
      *
      * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html">cudaGraphExecKernelNodeSetParams</a>
      */
-    public static void setKernelNodeParams(MemorySegment exec, MemorySegment node, KernelParams params) {
-        Status.check(cudaGraphExecKernelNodeSetParams(exec, node, kernelParams(NODE_UPDATE.get(), params)),
-                "cudaGraphExecKernelNodeSetParams");
-    }
-
-    private static MemorySegment kernelParams(Arena arena, KernelParams params) {
-        return kernelParams(cudaKernelNodeParams.allocate(arena), params);
-    }
-
-    private static MemorySegment kernelParams(MemorySegment segment, KernelParams params) {
-        cudaKernelNodeParams.func(segment, params.function());
-        MemorySegment grid = cudaKernelNodeParams.gridDim(segment);
-        dim3.x(grid, params.gridX());
-        dim3.y(grid, params.gridY());
-        dim3.z(grid, params.gridZ());
-        MemorySegment block = cudaKernelNodeParams.blockDim(segment);
-        dim3.x(block, params.blockX());
-        dim3.y(block, params.blockY());
-        dim3.z(block, params.blockZ());
-        cudaKernelNodeParams.sharedMemBytes(segment, params.sharedMemBytes());
-        cudaKernelNodeParams.kernelParams(segment, params.arguments());
-        cudaKernelNodeParams.extra(segment, MemorySegment.NULL);
-        return segment;
+    public static void setKernelNodeParams(MemorySegment exec, MemorySegment node, NativeLaunch launch,
+            MemorySegment function, MemorySegment arguments) {
+        Status.check(cudaGraphExecKernelNodeSetParams(exec, node,
+                launch.nodeParams(NODE_UPDATE.get(), function, arguments)), "cudaGraphExecKernelNodeSetParams");
     }
 
     /**

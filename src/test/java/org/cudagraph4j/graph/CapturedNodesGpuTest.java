@@ -23,7 +23,7 @@ import org.cudagraph4j.GpuTest;
 import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.LaunchConfig;
 import org.cudagraph4j.TestData;
-import org.cudagraph4j.internal.Libraries;
+import org.cudagraph4j.internal.NativeLaunch;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -162,8 +162,8 @@ class CapturedNodesGpuTest {
             try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
                 write(0, stream);
                 // Another library's launch on the same stream, which this one never sees.
-                Libraries.launch(empty.handle(), Libraries.LaunchDims.of(1, 1, 1, 1, 1, 1), 0, MemorySegment.NULL,
-                        stream.handle(), "empty_kernel");
+                NativeLaunch.of(new int[] {1, 1, 1}, new int[] {1, 1, 1}, 0, false, null, false)
+                        .launch(empty.handle(), MemorySegment.NULL, stream.handle(), "empty_kernel");
                 write(1, stream);
                 event.record(stream);
                 stream.waitFor(event); // ends the run: what follows is a run of its own

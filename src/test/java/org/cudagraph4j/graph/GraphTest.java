@@ -365,25 +365,32 @@ class GraphTest {
         }
     }
 
-    /** A kernel node holds grid, block and shared memory: a configuration with a launch attribute is refused. */
+    /**
+     * A built kernel node takes programmatic dependent launch as a programmatic edge from the kernel
+     * node before it, as a capture does, and an executable keeps a node's launch attributes: an update
+     * that would change them is refused by name. (The graph is not launched: saxpy does not wait for
+     * the node before it on the device.)
+     */
     @Test
-    void aKernelNodeRefusesLaunchAttributesByName() {
+    void aKernelNodeKeepsItsLaunchAttributesAndAnUpdateCannotChangeThem() {
         try (DeviceBuffer dx = gpu.device().allocateFloats(N); DeviceBuffer dy = gpu.device().allocateFloats(N);
                 CudaGraph graph = CudaGraph.create()) {
             KernelLaunch axpy = KernelLaunch.of(gpu.saxpy(), CONFIG, N, 2f, dx, dy);
             GraphNode node = graph.addKernel(axpy);
-            IllegalArgumentException programmatic = assertThrows(IllegalArgumentException.class,
-                    () -> graph.addKernel(axpy.withConfig(CONFIG.withProgrammaticDependentLaunch()), node));
-            assertEquals("a kernel node of saxpy cannot launch with programmatic dependent launch: in a graph it is "
-                    + "an edge, added with addProgrammaticDependency", programmatic.getMessage());
-            IllegalArgumentException cluster = assertThrows(IllegalArgumentException.class,
-                    () -> graph.addKernel(axpy.withConfig(CONFIG.withCluster(Dim3.of(2)))));
-            assertTrue(cluster.getMessage().contains("not a cluster shape"), cluster.getMessage());
-            assertEquals(List.of(node), graph.nodes(), "no node was added");
+            GraphNode early = graph.addKernel(axpy.withConfig(CONFIG.withProgrammaticDependentLaunch()), node);
+            assertEquals(List.of(new GraphEdge(node, early, true)), graph.edges());
+            assertEquals(CONFIG.withProgrammaticDependentLaunch(), early.kernelParams().orElseThrow().config());
             try (GraphExec exec = graph.instantiate()) {
                 IllegalArgumentException cooperative = assertThrows(IllegalArgumentException.class,
                         () -> exec.updateKernelNode(node, axpy.withConfig(CONFIG.withCooperativeLaunch())));
-                assertTrue(cooperative.getMessage().contains("not cooperative launch"), cooperative.getMessage());
+                assertTrue(cooperative.getMessage().startsWith("updateKernelNode cannot change the launch attributes of "
+                        + "node " + node.id() + " (no launch attributes) to cooperative launch"), cooperative.getMessage());
+                IllegalArgumentException plain = assertThrows(IllegalArgumentException.class,
+                        () -> exec.updateKernelNode(early, axpy));
+                assertTrue(plain.getMessage().contains("(programmatic dependent launch) to no launch attributes"),
+                        plain.getMessage());
+                exec.updateKernelNode(early, axpy.withConfig(CONFIG.withProgrammaticDependentLaunch())
+                        .withArguments(N, 3f, dx, dy));
             }
         }
     }
