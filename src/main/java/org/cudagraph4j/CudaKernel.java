@@ -36,6 +36,8 @@ public final class CudaKernel {
     private final String symbol;
     private volatile String name;
     private volatile List<KernelParameter> parameters;
+    /** Where each argument sits in an argument block, then its size; made with {@link #parameters}. */
+    private volatile long[] argumentOffsets;
 
     CudaKernel(CudaLibrary library, MemorySegment handle, String symbol) {
         this.library = library;
@@ -86,6 +88,19 @@ public final class CudaKernel {
     }
 
     /**
+     * Where each argument's value sits in an argument block, then the block's size, for the
+     * parameters' sizes; computed once. Callers only read it.
+     */
+    long[] argumentOffsets() {
+        long[] result = argumentOffsets;
+        if (result == null) {
+            result = KernelArgumentCodec.offsets(parameters());
+            argumentOffsets = result;
+        }
+        return result;
+    }
+
+    /**
      * Allows launches of up to {@code bytes} of dynamic shared memory on {@code device}; needed above
      * 48 KiB.
      *
@@ -104,9 +119,10 @@ public final class CudaKernel {
      * Checks and stores arguments for repeated launches. Close them when done: they hold native
      * memory (a cleaner frees forgotten ones, with a warning).
      *
-     * @param arguments one per kernel parameter, in order: a {@link DeviceBuffer} for a pointer, or a boxed
+     * @param arguments one per kernel parameter, in order: a {@link DeviceBuffer} for a pointer, a boxed
      *     {@code Integer}, {@code Float}, {@code Long}, {@code Double}, {@code Short}, {@code Byte} or
-     *     {@code Boolean} of the parameter's size
+     *     {@code Boolean} of the parameter's size, or a {@link StructArgument} of exactly the size of a
+     *     parameter passed as a struct by value
      * @return the checked arguments, in native memory
      * @throws IllegalArgumentException if the count, a type or a size does not match the parameters, or an
      *     argument is {@code null}

@@ -15,13 +15,36 @@ import java.util.List;
  * Checks Java kernel arguments against a kernel's parameter info and writes them in the form
  * {@code cudaLaunchKernel} reads. A device buffer is its 8-byte address; boxed primitives are their
  * C equivalents ({@code int}, {@code float}, {@code long long}, {@code double}, {@code short},
- * {@code char}, {@code bool}).
+ * {@code char}, {@code bool}); a {@link StructArgument} is its bytes, of exactly the parameter's size.
  */
 final class KernelArgumentCodec {
-    /** Every argument gets a slot this large and this aligned; no scalar parameter is larger. */
+    /** Every argument gets at least this many bytes, this aligned; no scalar parameter is larger. */
     static final long SLOT_BYTES = 8;
+    /**
+     * The alignment of a value larger than a scalar, a struct by value: the largest any CUDA type
+     * asks for ({@code float4}, {@code double2}), so a struct's members sit as the kernel's do.
+     */
+    static final long VALUE_ALIGNMENT = 16;
 
     private KernelArgumentCodec() {}
+
+    /**
+     * Where each parameter's value starts in an argument block, then the block's size (so one entry
+     * more than there are parameters): {@value #SLOT_BYTES} bytes or the parameter's size, whichever
+     * is more, and structs larger than a scalar aligned to {@value #VALUE_ALIGNMENT}.
+     */
+    static long[] offsets(List<KernelParameter> parameters) {
+        long[] offsets = new long[parameters.size() + 1];
+        long next = 0;
+        for (int i = 0; i < parameters.size(); i++) {
+            long size = parameters.get(i).sizeBytes();
+            long alignment = size > SLOT_BYTES ? VALUE_ALIGNMENT : SLOT_BYTES;
+            offsets[i] = align(next, alignment);
+            next = offsets[i] + align(Math.max(size, SLOT_BYTES), SLOT_BYTES);
+        }
+        offsets[parameters.size()] = Math.max(align(next, VALUE_ALIGNMENT), SLOT_BYTES);
+        return offsets;
+    }
 
     /**
      * Throws {@link IllegalArgumentException} naming the kernel and the parameter unless
@@ -45,15 +68,21 @@ final class KernelArgumentCodec {
             throw new IllegalArgumentException("kernel " + kernel + ", parameter " + index + ": argument is null");
         }
         long size = sizeOf(kernel, index, argument);
+        if (size == parameter.sizeBytes()) {
+            return;
+        }
+        if (argument instanceof StructArgument) {
+            throw new IllegalArgumentException("kernel " + kernel + ", parameter " + index + " is "
+                    + parameter.sizeBytes() + " bytes but the StructArgument is " + size + " bytes");
+        }
         if (parameter.sizeBytes() > SLOT_BYTES) {
             throw new IllegalArgumentException("kernel " + kernel + ", parameter " + index + " is "
-                    + parameter.sizeBytes() + " bytes (a struct by value); only scalars and pointers are supported");
+                    + parameter.sizeBytes() + " bytes (a struct by value) but the argument is " + describe(argument)
+                    + " (" + size + " bytes): pass a StructArgument of " + parameter.sizeBytes() + " bytes");
         }
-        if (size != parameter.sizeBytes()) {
-            throw new IllegalArgumentException("kernel " + kernel + ", parameter " + index + " is "
-                    + parameter.sizeBytes() + " bytes but the argument is " + describe(argument) + " (" + size
-                    + " bytes)");
-        }
+        throw new IllegalArgumentException("kernel " + kernel + ", parameter " + index + " is "
+                + parameter.sizeBytes() + " bytes but the argument is " + describe(argument) + " (" + size
+                + " bytes)");
     }
 
     /** Writes one argument at the start of {@code slot}. */
@@ -67,6 +96,7 @@ final class KernelArgumentCodec {
             case Short value -> slot.set(JAVA_SHORT, 0, value);
             case Byte value -> slot.set(JAVA_BYTE, 0, value);
             case Boolean value -> slot.set(JAVA_BOOLEAN, 0, value);
+            case StructArgument value -> value.writeTo(slot);
             default -> throw new IllegalArgumentException("unsupported kernel argument " + describe(argument));
         }
     }
@@ -81,13 +111,18 @@ final class KernelArgumentCodec {
             case Short _ -> 2;
             case Byte _ -> 1;
             case Boolean _ -> 1;
+            case StructArgument value -> value.byteSize();
             default -> throw new IllegalArgumentException("kernel " + kernel + ", parameter " + index
                     + ": unsupported argument type " + argument.getClass().getName()
-                    + "; pass a DeviceBuffer, Integer, Float, Long, Double, Short, Byte or Boolean");
+                    + "; pass a DeviceBuffer, Integer, Float, Long, Double, Short, Byte, Boolean or StructArgument");
         };
     }
 
     private static String describe(Object argument) {
         return argument instanceof DeviceBuffer ? "a DeviceBuffer (pointer)" : "a " + argument.getClass().getSimpleName();
+    }
+
+    private static long align(long value, long alignment) {
+        return (value + alignment - 1) / alignment * alignment;
     }
 }

@@ -39,6 +39,8 @@ public final class KernelArguments implements AutoCloseable {
     private boolean scratchReleased;
     private final MemorySegment pointers;
     private final MemorySegment values;
+    /** Where each argument's value starts in {@link #values}, then the values' size: the kernel's layout. */
+    private final long[] offsets;
     private final Object[] arguments;
     /** {@link #arguments} as launches record them, made on first use after each {@link #set}. */
     private ArgumentValues recorded;
@@ -62,15 +64,18 @@ public final class KernelArguments implements AutoCloseable {
         private MemorySegment values = MemorySegment.NULL;
         private boolean inUse;
 
-        /** Claims the block, grown to {@code slots}; false if this thread's arguments already hold it. */
-        boolean claim(int slots) {
+        /**
+         * Claims the block, grown to {@code slots} pointers and {@code valueBytes} of values; false if
+         * this thread's arguments already hold it.
+         */
+        boolean claim(int slots, long valueBytes) {
             if (inUse) {
                 return false;
             }
-            if (pointers.byteSize() < ADDRESS.byteSize() * slots) {
+            if (pointers.byteSize() < ADDRESS.byteSize() * slots || values.byteSize() < valueBytes) {
                 Arena arena = Arena.ofAuto(); // freed with the thread's block, by the collector
-                pointers = arena.allocate(ADDRESS, slots);
-                values = arena.allocate(KernelArgumentCodec.SLOT_BYTES * slots, KernelArgumentCodec.SLOT_BYTES);
+                pointers = arena.allocate(ADDRESS, Math.max(slots, pointers.byteSize() / ADDRESS.byteSize()));
+                values = arena.allocate(Math.max(valueBytes, values.byteSize()), KernelArgumentCodec.VALUE_ALIGNMENT);
             }
             inUse = true;
             return true;
@@ -88,11 +93,13 @@ public final class KernelArguments implements AutoCloseable {
         KernelArgumentCodec.check(kernel.name(), parameters, arguments);
         this.kernel = kernel;
         this.arguments = arguments.clone();
+        this.offsets = kernel.argumentOffsets();
         int count = arguments.length;
         int slots = Math.max(count, 1);
+        long valueBytes = offsets[count];
         Scratch threadScratch = prepared ? null : SCRATCH.get();
         Runnable free;
-        if (threadScratch != null && threadScratch.claim(slots)) {
+        if (threadScratch != null && threadScratch.claim(slots, valueBytes)) {
             this.scratch = threadScratch;
             this.pointers = threadScratch.pointers;
             this.values = threadScratch.values;
@@ -102,8 +109,7 @@ public final class KernelArguments implements AutoCloseable {
             Arena nativeMemory = prepared ? Arena.ofShared() : Arena.ofConfined();
             try {
                 this.pointers = nativeMemory.allocate(ADDRESS, slots);
-                this.values = nativeMemory.allocate(KernelArgumentCodec.SLOT_BYTES * slots,
-                        KernelArgumentCodec.SLOT_BYTES);
+                this.values = nativeMemory.allocate(valueBytes, KernelArgumentCodec.VALUE_ALIGNMENT);
             } catch (RuntimeException e) {
                 nativeMemory.close();
                 throw e;
@@ -123,8 +129,8 @@ public final class KernelArguments implements AutoCloseable {
         if (scratch != null) {
             this.lifetime = null;
         } else {
-            this.lifetime = new Lifetime(LiveCounters.Kind.KERNEL_ARGUMENTS, (KernelArgumentCodec.SLOT_BYTES
-                    + ADDRESS.byteSize()) * slots, "KernelArguments for " + kernel.symbol(), free);
+            this.lifetime = new Lifetime(LiveCounters.Kind.KERNEL_ARGUMENTS, valueBytes + ADDRESS.byteSize() * slots,
+                    "KernelArguments for " + kernel.symbol(), free);
             if (prepared) {
                 lifetime.watch(this); // one-use arguments are closed by their thread, never by a cleaner
             }
@@ -150,7 +156,7 @@ public final class KernelArguments implements AutoCloseable {
      * Gets the argument at {@code index}, as given or last {@linkplain #set set}.
      *
      * @param index the parameter's position, from 0
-     * @return the argument: a {@link DeviceBuffer} or a boxed primitive
+     * @return the argument: a {@link DeviceBuffer}, a {@link StructArgument} or a boxed primitive
      * @throws IndexOutOfBoundsException if {@code index} is not below {@link #count()}
      */
     public Object get(int index) {
@@ -278,6 +284,6 @@ public final class KernelArguments implements AutoCloseable {
     }
 
     private MemorySegment slot(int index) {
-        return values.asSlice(index * KernelArgumentCodec.SLOT_BYTES, KernelArgumentCodec.SLOT_BYTES);
+        return values.asSlice(offsets[index], offsets[index + 1] - offsets[index]);
     }
 }
