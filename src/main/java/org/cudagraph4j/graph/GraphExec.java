@@ -213,7 +213,11 @@ public final class GraphExec extends GraphResource {
      * the library did not record has none that it knows of.
      */
     private static void requireSameAttributes(GraphNode node, LaunchConfig config) {
-        LaunchConfig built = node.kernelParams().map(KernelLaunch::config).orElse(null);
+        KernelLaunch recorded = node.kernelParams().orElse(null);
+        LaunchConfig built = recorded == null ? null : recorded.config();
+        if (built == config) {
+            return; // the node's own configuration, as an update of its arguments alone passes it
+        }
         Dim3 cluster = built == null ? null : built.cluster();
         boolean cooperative = built != null && built.cooperative();
         boolean programmatic = built != null && built.programmaticDependentLaunch();
