@@ -36,8 +36,8 @@ public final class CudaKernel {
     private final String symbol;
     private volatile String name;
     private volatile List<KernelParameter> parameters;
-    /** Where each argument sits in an argument block, then its size; made with {@link #parameters}. */
-    private volatile long[] argumentOffsets;
+    /** What its arguments need to know of this kernel; made on first use. */
+    private volatile KernelArguments.Layout argumentLayout;
 
     CudaKernel(CudaLibrary library, MemorySegment handle, String symbol) {
         this.library = library;
@@ -88,14 +88,14 @@ public final class CudaKernel {
     }
 
     /**
-     * Where each argument's value sits in an argument block, then the block's size, for the
-     * parameters' sizes; computed once. Callers only read it.
+     * The name, parameters and argument block layout that {@link KernelArguments} are prepared with;
+     * made once. Callers only read it.
      */
-    long[] argumentOffsets() {
-        long[] result = argumentOffsets;
+    KernelArguments.Layout argumentLayout() {
+        KernelArguments.Layout result = argumentLayout;
         if (result == null) {
-            result = KernelArgumentCodec.offsets(parameters());
-            argumentOffsets = result;
+            result = KernelArguments.Layout.of(name(), parameters());
+            argumentLayout = result;
         }
         return result;
     }
@@ -128,7 +128,7 @@ public final class CudaKernel {
      *     argument is {@code null}
      */
     public KernelArguments arguments(Object... arguments) {
-        return new KernelArguments(this, arguments, true);
+        return new KernelArguments(this, argumentLayout(), arguments, true);
     }
 
     /**
@@ -303,7 +303,7 @@ public final class CudaKernel {
      */
     public void launch(CudaStream stream, LaunchConfig config, Object... arguments) {
         // A confined arena: closing a shared one costs a handshake with every thread.
-        try (KernelArguments prepared = new KernelArguments(this, arguments, false)) {
+        try (KernelArguments prepared = new KernelArguments(this, argumentLayout(), arguments, false)) {
             launch(stream, config, prepared);
         }
     }

@@ -82,7 +82,9 @@ public final class GraphAccess {
      */
     public KernelArguments temporaryArguments(KernelLaunch launch) {
         // A launch's arguments are always ArgumentValues, whose array the arguments copy anyway.
-        return new KernelArguments(launch.kernel(), ((ArgumentValues) launch.arguments()).array(), false);
+        CudaKernel kernel = launch.kernel();
+        return new KernelArguments(kernel, kernel.argumentLayout(), ((ArgumentValues) launch.arguments()).array(),
+                false);
     }
 
     /**
@@ -128,6 +130,18 @@ public final class GraphAccess {
      */
     public NativeLaunch nativeLaunch(LaunchConfig config) {
         return config.nativeLaunch();
+    }
+
+    /**
+     * The launch a kernel node records: {@code launch} without programmatic dependent launch, which
+     * in a graph is the programmatic edges into the node.
+     *
+     * @param launch the launch the node was made from
+     * @return the launch as the node holds it
+     */
+    public KernelLaunch nodeLaunch(KernelLaunch launch) {
+        LaunchConfig node = launch.config().nodeConfig();
+        return node == launch.config() ? launch : launch.withConfig(node);
     }
 
     /**

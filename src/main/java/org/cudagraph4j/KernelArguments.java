@@ -39,7 +39,8 @@ public final class KernelArguments implements AutoCloseable {
     private boolean scratchReleased;
     private final MemorySegment pointers;
     private final MemorySegment values;
-    /** Where each argument's value starts in {@link #values}, then the values' size: the kernel's layout. */
+    private final Layout layout;
+    /** Where each argument's value starts in {@link #values}, then the values' size: the layout's. */
     private final long[] offsets;
     private final Object[] arguments;
     /** {@link #arguments} as launches record them, made on first use after each {@link #set}. */
@@ -47,8 +48,24 @@ public final class KernelArguments implements AutoCloseable {
     /** What a capture records of the last captured launch, which the next with the same configuration shares. */
     private CapturedLaunch captured;
     /**
+     * What arguments of one kernel need to know of it, made once per kernel
+     * ({@link CudaKernel#argumentLayout()}) and handed down, so that preparing arguments reads it
+     * rather than asking the kernel.
+     *
+     * @param kernelName the compiled name, which an argument error names
+     * @param parameters the parameters, from {@code cudaFuncGetParamInfo}
+     * @param offsets where each argument's value starts in the block, then the block's size
+     */
+    record Layout(String kernelName, List<KernelParameter> parameters, long[] offsets) {
+        static Layout of(String kernelName, List<KernelParameter> parameters) {
+            return new Layout(kernelName, parameters, KernelArgumentCodec.offsets(parameters));
+        }
+    }
+
+    /**
      * A captured launch as its capture records it: the configuration it was made for, the launch
-     * its node records and what it keeps alive.
+     * its node records (without programmatic dependent launch, which the graph keeps as an edge)
+     * and what it keeps alive.
      */
     record CapturedLaunch(LaunchConfig config, KernelLaunch launch, List<Lifetime> uses) {}
 
@@ -88,12 +105,12 @@ public final class KernelArguments implements AutoCloseable {
      * block (or, while that is taken, a confined arena; closing a shared arena costs a handshake
      * with every thread, tens of microseconds).
      */
-    KernelArguments(CudaKernel kernel, Object[] arguments, boolean prepared) {
-        List<KernelParameter> parameters = kernel.parameters();
-        KernelArgumentCodec.check(kernel.name(), parameters, arguments);
+    KernelArguments(CudaKernel kernel, Layout layout, Object[] arguments, boolean prepared) {
+        KernelArgumentCodec.check(layout.kernelName(), layout.parameters(), arguments);
         this.kernel = kernel;
+        this.layout = layout;
         this.arguments = arguments.clone();
-        this.offsets = kernel.argumentOffsets();
+        this.offsets = layout.offsets();
         int count = arguments.length;
         int slots = Math.max(count, 1);
         long valueBytes = offsets[count];
@@ -190,7 +207,7 @@ public final class KernelArguments implements AutoCloseable {
     CapturedLaunch capturedLaunch(LaunchConfig config) {
         CapturedLaunch last = captured;
         if (last == null || last.config() != config) {
-            last = new CapturedLaunch(config, new KernelLaunch(kernel, config, recorded()), uses());
+            last = new CapturedLaunch(config, new KernelLaunch(kernel, config.nodeConfig(), recorded()), uses());
             captured = last;
         }
         return last;
@@ -208,8 +225,8 @@ public final class KernelArguments implements AutoCloseable {
      */
     public void set(int index, Object value) {
         ensureOpen();
-        KernelParameter parameter = kernel.parameters().get(index);
-        KernelArgumentCodec.check(kernel.name(), parameter, value);
+        KernelParameter parameter = layout.parameters().get(index);
+        KernelArgumentCodec.check(layout.kernelName(), parameter, value);
         KernelArgumentCodec.write(slot(index), value);
         arguments[index] = value;
         recorded = null;

@@ -15,8 +15,9 @@ import java.util.Objects;
  * <p>Every one of those paths takes the configuration in one native form, made once per
  * {@link LaunchConfig}. A kernel node, added or captured, keeps the whole configuration: grid, block
  * and shared memory as its parameters, a cluster shape and cooperative launch as node attributes,
- * and programmatic dependent launch as programmatic edges from the kernel nodes before it. A
- * captured launch records the configuration as it was launched.
+ * and programmatic dependent launch as programmatic edges from the kernel nodes before it. What
+ * a node records ({@code GraphNode.kernelParams}) is its own: the configuration without
+ * programmatic dependent launch, which the graph's edges hold.
  *
  * <p>Thread safety: immutable and safe to share; the arguments are an unmodifiable copy.
  *

@@ -17,14 +17,16 @@ import org.cudagraph4j.internal.NativeLaunch;
  * kernels written for it, which wait on the device ({@code griddepcontrol.wait}, or
  * {@code cudaGridDependencySynchronize()}) before they touch anything the previous kernel writes or
  * reads. Every kernel shipped in {@code org.cudagraph4j.kernels} is. Stream capture keeps the
- * programmatic edge in the graph.
+ * programmatic edge in the graph, and {@code CudaGraph.addKernel} makes one from each kernel node
+ * the new node depends on.
  *
  * <p>{@link #withCluster(Dim3) Thread-block clusters} (sm_90 and newer) group blocks that are
  * scheduled together on one GPU processing cluster and share distributed shared memory;
  * {@link #withCooperativeLaunch() cooperative launch} guarantees that every block of the grid is
  * resident at once, so that the grid can synchronize on the device
  * ({@code cooperative_groups::this_grid().sync()}). {@link CudaKernel#launch} checks both against
- * the stream's device before launching, and captures keep them in the graph's kernel node.
+ * the stream's device before launching; captures keep them in the graph's kernel node, and
+ * {@code CudaGraph.addKernel} sets them as the node's attributes.
  *
  * <p>The first launch turns a configuration into the form the runtime takes, once, and keeps it:
  * every later launch, captured launch, graph node and node update with the same configuration reads
@@ -115,6 +117,15 @@ public final class LaunchConfig {
     /** {@return whether the launch is cooperative, every block resident at once} */
     public boolean cooperative() {
         return cooperative;
+    }
+
+    /**
+     * The configuration a kernel node holds: this one without programmatic dependent launch, which
+     * in a graph is the programmatic edges into the node, not the node's own.
+     */
+    LaunchConfig nodeConfig() {
+        return programmaticDependentLaunch ? new LaunchConfig(grid, block, sharedMemBytes, false, cluster, cooperative)
+                : this;
     }
 
     /** {@return whether the launch has a cluster shape or is cooperative: what a kernel node holds as attributes} */

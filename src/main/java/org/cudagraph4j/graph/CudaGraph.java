@@ -248,8 +248,9 @@ public final class CudaGraph extends GraphResource {
                 throw e;
             }
         }
-        kernelNodes.add(node.address(), params, uses);
-        return new GraphNode(this, node, params);
+        KernelLaunch recorded = ROOT.nodeLaunch(params);
+        kernelNodes.add(node.address(), recorded, uses);
+        return new GraphNode(this, node, recorded);
     }
 
     /**

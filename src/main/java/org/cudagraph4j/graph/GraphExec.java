@@ -154,8 +154,8 @@ public final class GraphExec extends GraphResource {
      *
      * @param node a kernel node of the graph this was instantiated from
      * @param params the new launch: the same kernel, with other arguments or another grid, block or shared
-     *     memory, and the node's own launch attributes (cluster shape, cooperative launch, programmatic
-     *     dependent launch), which an executable keeps as they were instantiated
+     *     memory, and the node's own cluster shape and cooperative launch, which an executable keeps as
+     *     they were instantiated (programmatic dependent launch, the node's incoming edges, is left as it is)
      * @throws IllegalArgumentException if {@code node} is not from the graph this was instantiated from, the
      *     arguments do not fit the kernel's parameters, a buffer among them is on a device that the graph's
      *     device cannot reach, the launch attributes differ from the node's, or a cluster or cooperative
@@ -209,8 +209,9 @@ public final class GraphExec extends GraphResource {
 
     /**
      * Refuses launch attributes other than the node's: an executable keeps a node's cluster shape and
-     * cooperative launch, and its edges, as they were when it was instantiated. A node whose launch
-     * the library did not record has none that it knows of.
+     * cooperative launch as they were when it was instantiated. A node whose launch the library did
+     * not record has none that it knows of. Programmatic dependent launch is the node's incoming
+     * edges, which an update leaves as they are, so it is not compared.
      */
     private static void requireSameAttributes(GraphNode node, LaunchConfig config) {
         KernelLaunch recorded = node.kernelParams().orElse(null);
@@ -220,30 +221,20 @@ public final class GraphExec extends GraphResource {
         }
         Dim3 cluster = built == null ? null : built.cluster();
         boolean cooperative = built != null && built.cooperative();
-        boolean programmatic = built != null && built.programmaticDependentLaunch();
-        if (Objects.equals(cluster, config.cluster()) && cooperative == config.cooperative()
-                && programmatic == config.programmaticDependentLaunch()) {
+        if (Objects.equals(cluster, config.cluster()) && cooperative == config.cooperative()) {
             return;
         }
         throw new IllegalArgumentException("updateKernelNode cannot change the launch attributes of node " + node.id()
-                + " (" + attributes(cluster, cooperative, programmatic) + ") to "
-                + attributes(config.cluster(), config.cooperative(), config.programmaticDependentLaunch())
-                + ": an executable keeps a node's cluster shape, cooperative launch and programmatic edges as they"
-                + " were instantiated; change the graph and instantiate it again");
+                + " (" + attributes(cluster, cooperative) + ") to " + attributes(config.cluster(), config.cooperative())
+                + ": an executable keeps a node's cluster shape and cooperative launch as they were instantiated;"
+                + " change the graph and instantiate it again");
     }
 
-    private static String attributes(Dim3 cluster, boolean cooperative, boolean programmatic) {
-        List<String> named = new ArrayList<>(3);
-        if (cluster != null) {
-            named.add("clusters of " + cluster);
+    private static String attributes(Dim3 cluster, boolean cooperative) {
+        if (cluster == null) {
+            return cooperative ? "cooperative launch" : "no cluster shape, not cooperative";
         }
-        if (cooperative) {
-            named.add("cooperative launch");
-        }
-        if (programmatic) {
-            named.add("programmatic dependent launch");
-        }
-        return named.isEmpty() ? "no launch attributes" : String.join(", ", named);
+        return "clusters of " + cluster + (cooperative ? ", cooperative launch" : "");
     }
 
     /**

@@ -147,8 +147,8 @@ class BuiltKernelNodesGpuTest {
                 IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> exec.updateKernelNode(
                         node, KernelLaunch.of(kernel, LaunchConfig.of(grid, Dim3.of(64)), again)));
                 assertEquals("updateKernelNode cannot change the launch attributes of node " + node.id()
-                        + " (clusters of {2,2}) to no launch attributes: an executable keeps a node's cluster shape,"
-                        + " cooperative launch and programmatic edges as they were instantiated; change the graph and"
+                        + " (clusters of {2,2}) to no cluster shape, not cooperative: an executable keeps a node's"
+                        + " cluster shape and cooperative launch as they were instantiated; change the graph and"
                         + " instantiate it again", e.getMessage());
             }
         }
@@ -220,6 +220,7 @@ class BuiltKernelNodesGpuTest {
             GraphNode produce = graph.addKernel(KernelLaunch.of(library.kernel("produce"), config, data, n));
             GraphNode consume = graph.addKernel(KernelLaunch.of(library.kernel("consume"),
                     config.withProgrammaticDependentLaunch(), data, out, n), produce, clear);
+            assertEquals(config, consume.kernelParams().orElseThrow().config(), "the edge holds it, not the node");
             List<GraphEdge> edges = graph.edges();
             assertEquals(2, edges.size());
             assertTrue(edges.contains(new GraphEdge(produce, consume, true)), "kernel to kernel: " + edges);
