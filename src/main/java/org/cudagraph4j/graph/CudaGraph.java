@@ -20,7 +20,6 @@ import org.cudagraph4j.CudaEnum;
 import org.cudagraph4j.CudaEvent;
 import org.cudagraph4j.CudaStream;
 import org.cudagraph4j.DeviceBuffer;
-import org.cudagraph4j.Dim3;
 import org.cudagraph4j.ElementType;
 import org.cudagraph4j.GraphAccess;
 import org.cudagraph4j.KernelArguments;
