@@ -20,6 +20,9 @@ import org.cudagraph4j.LaunchConfig;
 import org.cudagraph4j.StructArgument;
 import org.cudagraph4j.TestData;
 import org.cudagraph4j.graph.CudaGraph;
+import org.cudagraph4j.graph.GraphArchive;
+import org.cudagraph4j.graph.GraphArchiveException;
+import org.cudagraph4j.graph.GraphBindings;
 import org.cudagraph4j.graph.GraphEdge;
 import org.cudagraph4j.graph.GraphExec;
 import org.cudagraph4j.graph.GraphNode;
@@ -135,6 +138,11 @@ class BuiltKernelNodesGpuTest {
             KernelLaunch launch = KernelLaunch.of(kernel, config, out);
             GraphNode node = graph.addKernel(launch);
             assertEquals(config, node.kernelParams().orElseThrow().config());
+            GraphArchiveException unsaved = assertThrows(GraphArchiveException.class,
+                    () -> GraphArchive.save(graph, new GraphBindings().buffer("out", out)));
+            assertEquals(GraphArchiveException.Reason.UNSUPPORTED, unsaved.reason());
+            assertTrue(unsaved.getMessage().contains("launches in clusters of {2,2}, which a graph archive does not"
+                    + " hold"), unsaved.getMessage());
             try (GraphExec exec = graph.instantiate()) {
                 exec.launch(stream);
                 stream.synchronize();

@@ -115,6 +115,8 @@ class ClusterAndCooperativeGpuTest {
                 kernel.launch(stream, config, out);
                 graph = capture.end();
             }
+            assertEquals(config, graph.nodes().get(0).kernelParams().orElseThrow().config(),
+                    "the captured node records its cluster shape");
             out.memset(0xff);
             try (graph; GraphExec exec = graph.instantiate()) {
                 exec.launch(stream);
