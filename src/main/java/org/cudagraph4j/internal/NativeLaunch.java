@@ -210,7 +210,7 @@ public final class NativeLaunch {
     }
 
     /** {@return whether the launch allows programmatic stream serialization: in a graph, programmatic edges} */
-    public boolean programmatic() {
+    boolean programmatic() {
         return programmatic;
     }
 
