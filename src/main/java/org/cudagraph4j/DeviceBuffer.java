@@ -114,7 +114,7 @@ public final class DeviceBuffer implements AutoCloseable {
         Lifetime lifetime = new Lifetime(LiveCounters.Kind.DEVICE_BUFFER, 0, String.format(
                 "DeviceBuffer 0x%X (%d x %s) on device %d, graph memory of %s", address, length, type,
                 device.ordinal(), graph), () -> { });
-        owner.allocated(address, lifetime);
+        owner.allocated(lifetime);
         return new DeviceBuffer(device, null, address, type, length, lifetime, null, owner, capturedOn);
     }
 
@@ -680,7 +680,7 @@ public final class DeviceBuffer implements AutoCloseable {
             if (capture != null && capture.allocations() == graphOwner) {
                 Devices.use(device.ordinal());
                 MemoryPools.freeAsync(address, capturedOn.handle());
-                graphOwner.freed(address, toString());
+                graphOwner.freed(lifetime, toString());
             }
         }
         lifetime.close();

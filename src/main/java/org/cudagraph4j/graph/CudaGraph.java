@@ -468,13 +468,14 @@ public final class CudaGraph extends GraphResource {
         }
         List<MemorySegment> after = handles(dependencies);
         long address = allocation.handle().address();
-        allocations.freed(address, allocation.toString());
+        Lifetime view = ROOT.lifetime(allocation);
+        allocations.freed(view, allocation.toString());
         useDevice();
         MemorySegment node;
         try {
             node = GraphMemory.addFree(handle(), after, address);
         } catch (RuntimeException e) {
-            allocations.freeFailed(address);
+            allocations.freeFailed(view);
             throw e;
         }
         return new GraphNode(this, node, null);

@@ -111,6 +111,63 @@ class GraphMemoryGpuTest {
         assertEquals(before, Cuda.liveResources(), "the scratch view went with its graph and executable");
     }
 
+    /**
+     * NVIDIA's {@code graphMemoryFootprint}: an allocation that depends on another's free node gets
+     * the freed one's address, and a graph made after another is gone may get its addresses again.
+     * Each view is closed with its own graph, whichever address it shares.
+     */
+    @Test
+    void allocationsThatReuseAFreedOnesAddressAreAllLetGoWithTheirGraphs() {
+        CudaDevice device = TestData.device();
+        device.makeCurrent();
+        LiveResources before = Cuda.liveResources();
+        int n = 1024;
+        try (CudaStream stream = device.createStream(); DeviceBuffer out = device.allocate(ElementType.INT32, n)) {
+            long reused;
+            try (CudaGraph graph = CudaGraph.create()) {
+                GraphAllocation first = graph.addMemAlloc(ElementType.INT32, n);
+                GraphNode firstFree = graph.addMemFree(first.buffer(), graph.addMemset(first.buffer(), 1,
+                        first.node()));
+                GraphAllocation second = graph.addMemAlloc(ElementType.INT32, n, firstFree);
+                assertEquals(first.buffer().address(), second.buffer().address(),
+                        "an allocation after the first one's free node reuses its address, as graphMemoryFootprint "
+                        + "shows; without that this test checks nothing");
+                GraphNode back = graph.addMemcpy(out, second.buffer(), graph.addMemset(second.buffer(), 2,
+                        second.node()));
+                graph.addMemFree(second.buffer(), back);
+                IllegalArgumentException twice = assertThrows(IllegalArgumentException.class,
+                        () -> graph.addMemFree(first.buffer()));
+                assertTrue(twice.getMessage().contains("is already freed in this graph"), twice.getMessage());
+                try (GraphExec exec = graph.instantiate()) {
+                    exec.launch(stream);
+                    stream.synchronize();
+                }
+                int[] expected = new int[n];
+                Arrays.fill(expected, 0x02020202);
+                int[] actual = new int[n];
+                out.copyTo(actual);
+                assertArrayEquals(expected, actual, "the second allocation's memset reached the copy");
+                reused = second.buffer().address();
+            }
+            assertEquals(before.deviceBuffers() + 1, Cuda.liveResources().deviceBuffers(),
+                    "both views went with the graph; only out is left");
+            device.trimGraphMemory();
+            try (CudaGraph graph = CudaGraph.create()) {
+                GraphAllocation again = graph.addMemAlloc(ElementType.INT32, n);
+                graph.addMemFree(again.buffer(), graph.addMemcpy(out, again.buffer(), graph.addMemset(again.buffer(),
+                        3, again.node())));
+                try (GraphExec exec = graph.instantiate()) {
+                    exec.launch(stream);
+                    stream.synchronize();
+                }
+                System.out.printf("a new graph's allocation at 0x%X, the last graph's at 0x%X%n",
+                        again.buffer().address(), reused);
+            }
+        }
+        device.trimGraphMemory();
+        assertEquals(before, Cuda.liveResources(), "every view, at a reused address or not, went with its graph");
+    }
+
     @Test
     void graphMemoryIsRefusedToTheHostEagerWorkAndOtherGraphs() {
         CudaDevice device = TestData.device();

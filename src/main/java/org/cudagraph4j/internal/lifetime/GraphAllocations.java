@@ -1,7 +1,7 @@
 package org.cudagraph4j.internal.lifetime;
 
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -12,14 +12,20 @@ import java.util.Map;
  * itself. This library instantiates only graphs that free every allocation they make, so that no
  * memory outlives a launch where no one could free it.
  *
+ * <p>Allocations are told apart by their views, not by their addresses: CUDA gives an allocation
+ * made after another one's free node the freed one's address ("address reuse within a graph",
+ * which {@code graphMemoryFootprint} shows), so two allocations of one graph may share an address.
+ *
  * <p>The object is also the owner's identity: a graph-memory buffer names it, and may be used only
  * by nodes of the graph that holds it (or of the capture that becomes that graph).
  *
  * <p>Thread safety: safe; the methods synchronize on the object.
  */
 public final class GraphAllocations {
-    /** Each allocation by address, in the order made; {@code null} until the first, as most graphs allocate nothing. */
-    private Map<Long, Entry> byAddress;
+    /** Each allocation by its view, in the order made; {@code null} until the first, as most graphs allocate nothing. */
+    private Map<Lifetime, Entry> byView;
+    /** The same entries in the order made, for {@link #unfreed()}'s message and {@link #closeViews()}. */
+    private List<Entry> inOrder;
 
     private static final class Entry {
         final Lifetime view;
@@ -30,21 +36,31 @@ public final class GraphAllocations {
         }
     }
 
-    /** Records an allocation at {@code address} whose buffer's lifetime is {@code view}. */
-    public synchronized void allocated(long address, Lifetime view) {
-        if (byAddress == null) {
-            byAddress = new LinkedHashMap<>();
+    /**
+     * Records an allocation whose buffer's lifetime is {@code view}.
+     *
+     * @throws IllegalArgumentException if {@code view} is already recorded
+     */
+    public synchronized void allocated(Lifetime view) {
+        if (byView == null) {
+            byView = new IdentityHashMap<>();
+            inOrder = new ArrayList<>();
         }
-        byAddress.put(address, new Entry(view));
+        Entry entry = new Entry(view);
+        if (byView.putIfAbsent(view, entry) != null) {
+            throw new IllegalArgumentException(view + " is already an allocation of this graph");
+        }
+        inOrder.add(entry);
     }
 
     /**
-     * Records that the graph frees the allocation at {@code address}.
+     * Records that the graph frees the allocation whose buffer's lifetime is {@code view}.
      *
+     * @param buffer the buffer, described, for the message
      * @throws IllegalArgumentException if the graph did not allocate it, or already frees it
      */
-    public synchronized void freed(long address, String buffer) {
-        Entry entry = byAddress == null ? null : byAddress.get(address);
+    public synchronized void freed(Lifetime view, String buffer) {
+        Entry entry = byView == null ? null : byView.get(view);
         if (entry == null) {
             throw new IllegalArgumentException(buffer + " is not memory this graph allocates: a free node frees only"
                     + " the graph's own allocations");
@@ -57,22 +73,22 @@ public final class GraphAllocations {
     }
 
     /** Undoes {@link #freed}: the free node could not be added. */
-    public synchronized void freeFailed(long address) {
-        byAddress.get(address).freed = false;
+    public synchronized void freeFailed(Lifetime view) {
+        byView.get(view).freed = false;
     }
 
     /** {@return whether the graph makes any allocation} */
     public synchronized boolean any() {
-        return byAddress != null;
+        return byView != null;
     }
 
     /** {@return the allocations the graph makes and does not free, by their buffers' descriptions} */
     public synchronized List<String> unfreed() {
         List<String> unfreed = new ArrayList<>();
-        if (byAddress == null) {
+        if (inOrder == null) {
             return unfreed;
         }
-        for (Entry entry : byAddress.values()) {
+        for (Entry entry : inOrder) {
             if (!entry.freed) {
                 unfreed.add(entry.view.toString());
             }
@@ -82,10 +98,10 @@ public final class GraphAllocations {
 
     /** Closes every allocation's buffer: the graph that owned them is gone. Idempotent. */
     public synchronized void closeViews() {
-        if (byAddress == null) {
+        if (inOrder == null) {
             return;
         }
-        for (Entry entry : byAddress.values()) {
+        for (Entry entry : inOrder) {
             entry.view.close();
         }
     }
