@@ -63,6 +63,16 @@ public final class GraphAccess {
     }
 
     /**
+     * The lifetime of a page-locked host buffer.
+     *
+     * @param buffer the buffer
+     * @return what keeps its memory allocated
+     */
+    public Lifetime lifetime(PinnedBuffer buffer) {
+        return buffer.lifetime();
+    }
+
+    /**
      * The lifetime of an event.
      *
      * @param event the event

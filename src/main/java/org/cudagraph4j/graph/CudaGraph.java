@@ -25,10 +25,12 @@ import org.cudagraph4j.GraphAccess;
 import org.cudagraph4j.KernelArguments;
 import org.cudagraph4j.KernelLaunch;
 import org.cudagraph4j.LaunchConfig;
+import org.cudagraph4j.PinnedBuffer;
 import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.GraphMemory;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.HostFunctions;
+import org.cudagraph4j.internal.Memory;
 import org.cudagraph4j.internal.lifetime.CaptureTracker;
 import org.cudagraph4j.internal.lifetime.GraphAllocations;
 import org.cudagraph4j.internal.lifetime.HeldResources;
@@ -310,6 +312,112 @@ public final class CudaGraph extends GraphResource {
         return addNode(open(ROOT.lifetime(destination), ROOT.lifetime(source)),
                 () -> Graphs.addMemcpyNode(handle(), handles(dependencies), destination.address(), source.address(),
                         source.byteSize()));
+    }
+
+    /**
+     * Adds a copy of all of {@code source}, page-locked host memory, into {@code destination}
+     * ({@code cudaGraphAddMemcpyNode1D}): how a graph reads its input from the host at every launch,
+     * as NVIDIA's {@code simpleCudaGraphs} does. The graph, and each executable made from it, keep
+     * {@code source} allocated as they keep buffers: closing it early defers the free until the last
+     * of them is closed. A {@linkplain PinnedBuffer#borrow borrowed} buffer's memory is the lender's
+     * to keep, as its documentation says.
+     *
+     * @param destination the device buffer written, all of it; graph memory of this graph is allowed
+     * @param source the host memory read; as many bytes as {@code destination}
+     * @param dependencies nodes of this graph that must complete first; none for a root node
+     * @return the new node
+     * @throws IllegalArgumentException if the byte sizes differ, {@code destination} is another graph's
+     *     memory, or a dependency belongs to another graph
+     * @throws IllegalStateException if this graph or either buffer is closed
+     */
+    public GraphNode addMemcpy(DeviceBuffer destination, PinnedBuffer source, GraphNode... dependencies) {
+        requirePinnedSize(destination, source);
+        requireUsableHere(destination);
+        return addNode(open(ROOT.lifetime(destination), ROOT.lifetime(source)),
+                () -> Graphs.addMemcpyNode(handle(), handles(dependencies), destination.address(),
+                        source.segment().address(), destination.byteSize()));
+    }
+
+    /**
+     * Adds a copy of all of {@code source} into {@code destination}, page-locked host memory
+     * ({@code cudaGraphAddMemcpyNode1D}): how a graph hands its result to the host at every launch,
+     * out of a device buffer or out of its own graph memory. Read {@code destination} after the
+     * launch has completed (synchronize its stream, or an event recorded after it). The graph and its
+     * executables keep {@code destination} allocated, as {@link #addMemcpy(DeviceBuffer, PinnedBuffer,
+     * GraphNode...)} keeps its source.
+     *
+     * @param destination the host memory written; as many bytes as {@code source}
+     * @param source the device buffer read, all of it; graph memory of this graph is allowed
+     * @param dependencies nodes of this graph that must complete first; none for a root node
+     * @return the new node
+     * @throws IllegalArgumentException if the byte sizes differ, {@code source} is another graph's
+     *     memory, or a dependency belongs to another graph
+     * @throws IllegalStateException if this graph or either buffer is closed
+     */
+    public GraphNode addMemcpy(PinnedBuffer destination, DeviceBuffer source, GraphNode... dependencies) {
+        requirePinnedSize(source, destination);
+        requireUsableHere(source);
+        return addNode(open(ROOT.lifetime(destination), ROOT.lifetime(source)),
+                () -> Graphs.addMemcpyNode(handle(), handles(dependencies), destination.segment().address(),
+                        source.address(), source.byteSize()));
+    }
+
+    /**
+     * Adds a copy of all of {@code source}, host memory that the caller owns, into
+     * {@code destination} ({@code cudaGraphAddMemcpyNode1D}), as NVIDIA's {@code jacobiCudaGraphs}
+     * copies to and from an ordinary host variable. Ordinary (pageable) memory is copied through
+     * CUDA's staging, which makes the node slower than one from a {@link PinnedBuffer}, and CUDA
+     * refuses it in a conditional node's body.
+     *
+     * <p>The graph borrows {@code source}: it holds the segment, so the memory of an automatic arena
+     * ({@link java.lang.foreign.Arena#ofAuto()}) or of the global arena stays valid as long as the
+     * graph or an executable made from it does, but it cannot keep an arena open that its owner
+     * closes. The memory of a confined or shared arena must stay open until this graph and every
+     * executable made from it are closed and their launches have completed: a launch after the
+     * arena is closed reads freed memory, as it would in CUDA. Where the library owns the memory, use
+     * the {@link PinnedBuffer} overload, which keeps it allocated.
+     *
+     * @param destination the device buffer written, all of it; graph memory of this graph is allowed
+     * @param source native host memory of exactly {@code destination}'s byte size
+     * @param dependencies nodes of this graph that must complete first; none for a root node
+     * @return the new node
+     * @throws IllegalArgumentException if {@code source} is a heap segment, of another size, device
+     *     memory (borrow that as a {@link DeviceBuffer}), or pageable memory and this graph is a
+     *     conditional node's body; if {@code destination} is another graph's memory, or a dependency
+     *     belongs to another graph
+     * @throws IllegalStateException if this graph, {@code destination} or {@code source}'s arena is closed
+     */
+    public GraphNode addMemcpy(DeviceBuffer destination, MemorySegment source, GraphNode... dependencies) {
+        HostCopies.check(source, destination.byteSize(), false);
+        requireUsableHere(destination);
+        requireHostMemoryAllowedHere(source);
+        return addBorrowingNode(destination, source, () -> Graphs.addMemcpyNode(handle(), handles(dependencies),
+                destination.address(), source.address(), destination.byteSize()));
+    }
+
+    /**
+     * Adds a copy of all of {@code source} into {@code destination}, host memory that the caller owns
+     * ({@code cudaGraphAddMemcpyNode1D}): {@code jacobiCudaGraphs}' copy of its sum back to a host
+     * variable at every launch. Read {@code destination} after the launch has completed. The graph
+     * borrows {@code destination} as {@link #addMemcpy(DeviceBuffer, MemorySegment, GraphNode...)}
+     * borrows its source: an arena that its owner closes must stay open until this graph and every
+     * executable made from it are closed and their launches have completed.
+     *
+     * @param destination native, writable host memory of exactly {@code source}'s byte size
+     * @param source the device buffer read, all of it; graph memory of this graph is allowed
+     * @param dependencies nodes of this graph that must complete first; none for a root node
+     * @return the new node
+     * @throws IllegalArgumentException if {@code destination} is a heap or read-only segment, of
+     *     another size, device memory, or pageable memory and this graph is a conditional node's body;
+     *     if {@code source} is another graph's memory, or a dependency belongs to another graph
+     * @throws IllegalStateException if this graph, {@code source} or {@code destination}'s arena is closed
+     */
+    public GraphNode addMemcpy(MemorySegment destination, DeviceBuffer source, GraphNode... dependencies) {
+        HostCopies.check(destination, source.byteSize(), true);
+        requireUsableHere(source);
+        requireHostMemoryAllowedHere(destination);
+        return addBorrowingNode(source, destination, () -> Graphs.addMemcpyNode(handle(), handles(dependencies),
+                destination.address(), source.address(), source.byteSize()));
     }
 
     /**
@@ -846,6 +954,44 @@ public final class CudaGraph extends GraphResource {
         GraphAllocations owner = ROOT.graphMemoryOf(buffer);
         if (owner != null && owner != allocations) {
             throw new IllegalArgumentException(buffer + " exists only inside its own graph, not in " + this);
+        }
+    }
+
+    private static void requirePinnedSize(DeviceBuffer device, PinnedBuffer host) {
+        Objects.requireNonNull(device, "device buffer");
+        Objects.requireNonNull(host, "pinned buffer");
+        if (device.byteSize() != host.byteSize()) {
+            throw new IllegalArgumentException("memcpy node: the device buffer has " + device.byteSize()
+                    + " bytes but the pinned buffer has " + host.byteSize() + "; copy through a slice of the device "
+                    + "buffer for part of it");
+        }
+    }
+
+    /**
+     * Refuses device memory passed as a host segment, and pageable memory in a conditional body,
+     * where CUDA allows copies only between device memory and page-locked host memory.
+     */
+    private void requireHostMemoryAllowedHere(MemorySegment host) {
+        useDevice();
+        Memory.Kind kind = Memory.kindOf(host.address());
+        if (kind.type() == Memory.DEVICE || kind.type() == Memory.MANAGED) {
+            throw new IllegalArgumentException(String.format("memcpy node: 0x%X is device memory, not host memory: "
+                    + "wrap it with DeviceBuffer.borrow and copy between device buffers", host.address()));
+        }
+        if (body && kind.type() != Memory.HOST) {
+            throw new IllegalArgumentException(String.format("memcpy node: 0x%X is pageable host memory, and %s is a "
+                    + "conditional node's body, where CUDA copies only between device memory and page-locked host "
+                    + "memory: copy through a PinnedBuffer", host.address(), this));
+        }
+    }
+
+    /** Adds a memcpy node between {@code device} and borrowed {@code host} memory, holding both for it. */
+    private GraphNode addBorrowingNode(DeviceBuffer device, MemorySegment host, Supplier<MemorySegment> add) {
+        Lifetime borrowed = HostCopies.borrow(host);
+        try {
+            return addNode(List.of(open(ROOT.lifetime(device)).get(0), borrowed), add);
+        } finally {
+            borrowed.close(); // the graph holds it now, or nothing does
         }
     }
 

@@ -7,8 +7,12 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * A resource a graph still holds after its owner's {@code close()} is alive until the graph lets go.
  */
 public final class LiveCounters {
-    /** The kinds of resource the library owns. */
-    public enum Kind { STREAM, EVENT, DEVICE_BUFFER, PINNED_BUFFER, LIBRARY, GRAPH, GRAPH_EXEC, KERNEL_ARGUMENTS, MEMORY_POOL, HOST_FUNCTION }
+    /**
+     * The kinds of resource the library owns, and {@link #BORROWED_HOST_MEMORY}: host memory a
+     * memcpy node copies to or from, which the caller owns; counted here, but not reported by
+     * {@code Cuda.liveResources()}, as the library frees none of it.
+     */
+    public enum Kind { STREAM, EVENT, DEVICE_BUFFER, PINNED_BUFFER, LIBRARY, GRAPH, GRAPH_EXEC, KERNEL_ARGUMENTS, MEMORY_POOL, HOST_FUNCTION, BORROWED_HOST_MEMORY }
 
     private static final int KINDS = Kind.values().length;
     /** Counts at [kind], bytes at [KINDS + kind]. */
