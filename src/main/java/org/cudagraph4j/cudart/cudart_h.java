@@ -3626,6 +3626,71 @@ public class cudart_h extends cudart_h$shared {
         }
     }
 
+    private static class cudaStreamBeginCaptureToGraph {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cudart_h.C_INT,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER,
+            cudart_h.C_POINTER,
+            cudart_h.C_LONG,
+            cudart_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cudaStreamBeginCaptureToGraph").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cudaStreamBeginCaptureToGraph"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode)
+     * }
+     */
+    public static FunctionDescriptor cudaStreamBeginCaptureToGraph$descriptor() {
+        return cudaStreamBeginCaptureToGraph.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode)
+     * }
+     */
+    public static MethodHandle cudaStreamBeginCaptureToGraph$handle() {
+        return cudaStreamBeginCaptureToGraph.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode)
+     * }
+     */
+    public static MemorySegment cudaStreamBeginCaptureToGraph$address() {
+        return cudaStreamBeginCaptureToGraph.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode)
+     * }
+     */
+    public static int cudaStreamBeginCaptureToGraph(MemorySegment stream, MemorySegment graph, MemorySegment dependencies, MemorySegment dependencyData, long numDependencies, int mode) {
+        var mh$ = cudaStreamBeginCaptureToGraph.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaStreamBeginCaptureToGraph", stream, graph, dependencies, dependencyData, numDependencies, mode);
+            }
+            return (int)mh$.invokeExact(stream, graph, dependencies, dependencyData, numDependencies, mode);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static class cudaThreadExchangeStreamCaptureMode {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
             cudart_h.C_INT,
