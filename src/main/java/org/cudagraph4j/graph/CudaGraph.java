@@ -67,6 +67,11 @@ public final class CudaGraph extends GraphResource {
     private final AtomicBoolean singleExecAlive = new AtomicBoolean();
     /** The memory this graph's own nodes allocate, which it owns. */
     private final GraphAllocations allocations;
+    /**
+     * For a conditional node's body, the graph that holds the node (itself perhaps a body); set when
+     * the node joins a graph, so {@code null} while its capture runs. Null for other graphs.
+     */
+    private volatile CudaGraph parent;
 
     /**
      * Takes ownership of {@code handle}, which is destroyed if this constructor fails.
@@ -900,23 +905,78 @@ public final class CudaGraph extends GraphResource {
         return kernelNodes.snapshot();
     }
 
-    /** Wraps the bodies the runtime made for a conditional node of the graph named {@code owner}. */
+    /**
+     * Wraps the bodies the runtime made for a conditional node of the graph named {@code owner}.
+     *
+     * @param parent the graph that holds the node, or {@code null} while a capture makes that graph
+     */
     static List<CudaGraph> bodies(List<MemorySegment> handles, int device, ConditionalType type, String owner,
-            GraphAllocations memory) {
+            GraphAllocations memory, CudaGraph parent) {
         List<CudaGraph> wrapped = new ArrayList<>(handles.size());
         for (int i = 0; i < handles.size(); i++) {
-            wrapped.add(new CudaGraph(handles.get(i), device, String.format("body %d (0x%016X) of a %s node in %s", i,
-                    handles.get(i).address(), type, owner), memory));
+            CudaGraph body = new CudaGraph(handles.get(i), device, String.format("body %d (0x%016X) of a %s node in "
+                    + "%s", i, handles.get(i).address(), type, owner), memory);
+            body.parent = parent;
+            wrapped.add(body);
         }
         return wrapped;
     }
 
-    /** Takes in conditional nodes added during the capture this graph came from. */
+    /** Takes in conditional nodes added during the capture this graph came from, or that recorded into it. */
     void adoptConditionals(List<ConditionalNode> captured) {
         for (ConditionalNode node : captured) {
             register(node);
             node.adoptedBy(this);
+            node.bodies().forEach(nested -> nested.parent = this);
         }
+    }
+
+    /**
+     * The lifetime of the graph whose native handle destroys this one: its own, or for a body the
+     * lifetime of the graph at the top of its chain of conditional nodes.
+     *
+     * @throws IllegalStateException if this is a body of a node whose capture is still running
+     */
+    Lifetime rootLifetime() {
+        CudaGraph graph = this;
+        while (graph.body) {
+            CudaGraph up = graph.parent;
+            if (up == null) {
+                throw new IllegalStateException(this + " belongs to a node of a capture still running: end that "
+                        + "capture first");
+            }
+            graph = up;
+        }
+        return graph.lifetime();
+    }
+
+    /** The memory this graph's nodes allocate (for a body, its graph's), which a capture into it shares. */
+    GraphAllocations allocations() {
+        return allocations;
+    }
+
+    /**
+     * Takes in what a capture recorded into this graph: the uses its nodes hold, the conditional
+     * nodes it added, and, when {@code runs} are given, its kernel launches, matched to their nodes
+     * now, before the graph changes again.
+     */
+    void adoptCapture(HeldResources captured, List<CaptureTracker.Run<KernelLaunch>> runs,
+            List<ConditionalNode> conditionalNodes) {
+        try {
+            held.holdCounts(captured.counts());
+        } finally {
+            captured.dropAll();
+        }
+        adoptConditionals(conditionalNodes);
+        if (!runs.isEmpty() && isOpen()) { // closed by its owner during the capture: no one can ask about a node
+            KernelNodes.captured(runs, handle(), device, lifetime()).forEach(
+                    (node, entry) -> kernelNodes.add(node, entry.launch(), entry.uses()));
+        }
+    }
+
+    /** Before a capture records into this graph: the runs already captured are matched to nodes first. */
+    void beforeCaptureInto() {
+        kernelNodes.resolveBeforeGraphChanges();
     }
 
     /** Closes a body that will never join a graph (its capture was discarded). */
@@ -1075,7 +1135,7 @@ public final class CudaGraph extends GraphResource {
         return new GraphNode(this, node, null);
     }
 
-    private List<MemorySegment> handles(GraphNode... dependencies) {
+    List<MemorySegment> handles(GraphNode... dependencies) {
         List<MemorySegment> handles = new ArrayList<>(dependencies.length);
         for (GraphNode dependency : dependencies) {
             if (dependency.graph() != this) {
@@ -1116,7 +1176,7 @@ public final class CudaGraph extends GraphResource {
         useDevice();
         Graphs.ConditionalNode added = condition.addNode(graph, handles(dependencies), type, size);
         ConditionalNode node = new ConditionalNode(this, added.node(), type, condition,
-                bodies(added.bodies(), device, type, toString(), allocations));
+                bodies(added.bodies(), device, type, toString(), allocations, this));
         register(node);
         return node;
     }

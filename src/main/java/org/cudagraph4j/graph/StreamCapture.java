@@ -14,6 +14,7 @@ import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Graphs;
 import org.cudagraph4j.internal.lifetime.CaptureTracker;
 import org.cudagraph4j.internal.lifetime.HeldResources;
+import org.cudagraph4j.internal.lifetime.Lifetime;
 
 /**
  * A stream capture in progress, from {@link #begin(CudaStream, CaptureMode)}: work queued on the stream
@@ -44,11 +45,18 @@ public final class StreamCapture implements AutoCloseable {
     private boolean finished;
     /** Conditional nodes added to the capture; the graph end() returns takes them in. */
     private final List<ConditionalNode> conditionals = new ArrayList<>();
+    /** The existing graph the capture records into ({@link #beginInto}); {@code null} for a new graph. */
+    private final CudaGraph target;
+    /** What keeps {@link #target}'s native graph alive until the capture is over; {@code null} without a target. */
+    private final Lifetime targetRoot;
 
-    private StreamCapture(CudaStream stream, CaptureMode mode, CaptureTracker.Capture<KernelLaunch> capture) {
+    private StreamCapture(CudaStream stream, CaptureMode mode, CaptureTracker.Capture<KernelLaunch> capture,
+            CudaGraph target, Lifetime targetRoot) {
         this.stream = stream;
         this.mode = mode;
         this.capture = capture;
+        this.target = target;
+        this.targetRoot = targetRoot;
     }
 
     /**
@@ -72,7 +80,80 @@ public final class StreamCapture implements AutoCloseable {
             CaptureTracker.end(capture);
             throw e;
         }
-        return new StreamCapture(stream, mode, capture);
+        return new StreamCapture(stream, mode, capture, null, null);
+    }
+
+    /**
+     * Starts capturing the work queued on {@code stream} into {@code graph}, an existing graph, after
+     * {@code dependencies} ({@code cudaStreamBeginCaptureToGraph}): what NVIDIA's
+     * {@code graphConditionalNodes} does to fill a conditional node's body by stream capture rather
+     * than node by node. {@code graph} may be a graph of your own or a
+     * {@linkplain ConditionalNode#body() conditional node's body}.
+     *
+     * <pre>{@code
+     * ConditionalNode loop = graph.whileLoop(handle, start);
+     * try (StreamCapture capture = StreamCapture.beginInto(loop.body(), stream, CaptureMode.GLOBAL)) {
+     *     step.launch(stream);
+     *     conditions.countDown(handle, count).launch(stream);
+     *     capture.end(); // returns loop.body(), now holding the two kernel nodes
+     * }
+     * }</pre>
+     *
+     * <p>The captured nodes join {@code graph}, which keeps alive what they use, as for nodes added to
+     * it; its kernel nodes report their launches ({@link GraphNode#kernelParams()}), and the graph's
+     * own memory ({@link CudaGraph#addMemAlloc}, or a body's graph's) may be used by the captured
+     * work. Allocations made on the capturing stream ({@link CudaStream#allocate}) become the
+     * graph's, which must free them before it is instantiated. CUDA's rules for the graph still hold
+     * as the work is recorded: a body takes only kernel, memcpy, memset and conditional work, and an
+     * operation it refuses invalidates the capture, which {@link #end()} then reports. The graph
+     * stays open until the capture is over even if its owner closes it, and must not be changed
+     * through its own methods while the capture records into it.
+     *
+     * <p>Closing without {@link #end()} ends the capture, but what was recorded stays in
+     * {@code graph}: CUDA records straight into it, and the library does not take nodes out. The
+     * graph then keeps what those nodes use alive, as after {@link #end()}.
+     *
+     * @param graph the graph to record into; open, on {@code stream}'s device
+     * @param stream the stream to capture
+     * @param mode which unsafe calls the capture forbids while it runs
+     * @param dependencies nodes of {@code graph} the captured work runs after; none for root nodes
+     * @return the capture scope, to end or close, as {@link #begin} returns one
+     * @throws IllegalArgumentException if {@code graph} is on another device than {@code stream}, or
+     *     a dependency belongs to another graph
+     * @throws IllegalStateException if {@code graph} or {@code stream} is closed, {@code stream} is
+     *     already capturing, or {@code graph} is a body of a node whose own capture is still running
+     * @throws CudaException if the runtime refuses to begin capture
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html">cudaStreamBeginCaptureToGraph</a>
+     */
+    public static StreamCapture beginInto(CudaGraph graph, CudaStream stream, CaptureMode mode,
+            GraphNode... dependencies) {
+        Objects.requireNonNull(graph, "graph");
+        Objects.requireNonNull(mode, "mode");
+        MemorySegment graphHandle = graph.handle();
+        MemorySegment handle = stream.handle();
+        if (stream.device().ordinal() != graph.device().ordinal()) {
+            throw new IllegalArgumentException(graph + " runs on " + graph.device() + " but " + stream + " is on "
+                    + stream.device() + ": capture into a graph from a stream of its device");
+        }
+        List<MemorySegment> after = graph.handles(dependencies);
+        Lifetime root = graph.rootLifetime();
+        root.retain();
+        try {
+            graph.beforeCaptureInto();
+            CaptureTracker.Capture<KernelLaunch> capture = CaptureTracker.begin(ROOT.captureSlot(stream),
+                    new Name(mode, stream, graph), KernelLaunch.class, graph.allocations(), false);
+            try {
+                Devices.use(stream.device().ordinal());
+                Graphs.beginCaptureToGraph(handle, graphHandle, after, mode.value());
+            } catch (RuntimeException e) {
+                CaptureTracker.end(capture);
+                throw e;
+            }
+            return new StreamCapture(stream, mode, capture, graph, root);
+        } catch (RuntimeException e) {
+            root.release();
+            throw e;
+        }
     }
 
     /**
@@ -180,7 +261,9 @@ public final class StreamCapture implements AutoCloseable {
     /**
      * Ends capture and returns the graph.
      *
-     * @return the captured graph, which the caller closes; it keeps alive what its nodes use
+     * @return the captured graph, which the caller closes; it keeps alive what its nodes use. For a
+     *     capture {@linkplain #beginInto into an existing graph}, that graph itself, still its owner's
+     *     to close (a body closes with the graph that holds its node)
      * @throws StreamCaptureException if an illegal operation invalidated the capture, a forked
      *     stream was not joined back, or a global or thread-local capture was ended from another
      *     thread ({@code cudaErrorStreamCaptureWrongThread}). The scope follows the stream: if the
@@ -192,6 +275,9 @@ public final class StreamCapture implements AutoCloseable {
     public CudaGraph end() {
         if (finished) {
             throw new IllegalStateException("capture already ended: " + capture);
+        }
+        if (target != null) {
+            return endInto();
         }
         MemorySegment graph;
         try {
@@ -219,9 +305,49 @@ public final class StreamCapture implements AutoCloseable {
         return captured;
     }
 
+    /** {@link #end()} of a capture into {@link #target}. */
+    private CudaGraph endInto() {
+        try {
+            capture.endRuns(Graphs::capturedNode);
+            Graphs.endCaptureToGraph(stream.handle());
+        } catch (RuntimeException e) {
+            finishUnlessStillCapturing();
+            throw e;
+        }
+        finished = true;
+        handOverToTarget(true);
+        return target;
+    }
+
+    /**
+     * The capture into {@link #target} is over: the graph takes what it recorded (its kernel
+     * launches only after a successful end, when they can be matched to nodes), and the capture
+     * lets go of the graph.
+     */
+    private void handOverToTarget(boolean withLaunches) {
+        try {
+            HeldResources held = capture.handOver();
+            target.adoptCapture(held, withLaunches ? capture.runs() : List.of(), conditionals);
+            conditionals.clear();
+        } finally {
+            targetRoot.release();
+        }
+    }
+
+    /** What a capture that made no graph lets go of: for a capture into a graph, that graph takes it all. */
+    private void letGo() {
+        if (target != null) {
+            handOverToTarget(false);
+        } else {
+            capture.releaseAll();
+            discardConditionals();
+        }
+    }
+
     /**
      * Ends capture if {@link #end()} was not called, discarding the partial graph, also after an
-     * illegal operation invalidated it. Idempotent.
+     * illegal operation invalidated it. Idempotent. A capture {@linkplain #beginInto into an existing
+     * graph} leaves what it recorded in that graph.
      *
      * @throws CudaException if the runtime refuses to end the capture and the stream goes on
      *     capturing (see {@link #end()}); the scope then stays open
@@ -232,7 +358,11 @@ public final class StreamCapture implements AutoCloseable {
             return;
         }
         try {
-            Graphs.destroy(Graphs.endCapture(stream.handle()));
+            if (target != null) {
+                Graphs.endCaptureToGraph(stream.handle());
+            } else {
+                Graphs.destroy(Graphs.endCapture(stream.handle()));
+            }
         } catch (CudaException e) {
             if (finishUnlessStillCapturing()) {
                 return; // invalidated or unjoined: ending it was all that was needed
@@ -240,8 +370,7 @@ public final class StreamCapture implements AutoCloseable {
             throw e;
         }
         finish();
-        capture.releaseAll();
-        discardConditionals();
+        letGo();
     }
 
     /** Whether the capture is over after a failed end; if so, this scope is finished. */
@@ -250,8 +379,7 @@ public final class StreamCapture implements AutoCloseable {
             return false;
         }
         finish();
-        capture.releaseAll();
-        discardConditionals();
+        letGo();
         return true;
     }
 
@@ -273,7 +401,8 @@ public final class StreamCapture implements AutoCloseable {
         }
         Graphs.ConditionalNode added = condition.addNode(current.graph(), current.dependencies(), type, size);
         ConditionalNode node = new ConditionalNode(null, added.node(), type, condition,
-                CudaGraph.bodies(added.bodies(), stream.device().ordinal(), type, toString(), capture.allocations()));
+                CudaGraph.bodies(added.bodies(), stream.device().ordinal(), type, toString(), capture.allocations(),
+                        target));
         conditionals.add(node);
         Graphs.setCaptureDependencies(stream.handle(), List.of(added.node()));
         return node;
@@ -296,10 +425,14 @@ public final class StreamCapture implements AutoCloseable {
     }
 
     /** How a capture names itself, made into text only for an error or a log. */
-    private record Name(CaptureMode mode, CudaStream stream) {
+    private record Name(CaptureMode mode, CudaStream stream, CudaGraph into) {
+        Name(CaptureMode mode, CudaStream stream) {
+            this(mode, stream, null);
+        }
+
         @Override
         public String toString() {
-            return mode + " capture on " + stream;
+            return mode + " capture on " + stream + (into == null ? "" : " into " + into);
         }
     }
 

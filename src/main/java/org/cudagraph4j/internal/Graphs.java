@@ -44,6 +44,34 @@ public final class Graphs {
     }
 
     /**
+     * Begins capturing the work queued on {@code stream} into the existing {@code graph}, after
+     * {@code dependencies} (nodes of it; none for root nodes), in {@code cudaStreamCaptureMode}
+     * {@code mode}. The capture ends with {@link #endCaptureToGraph}, never with {@link #endCapture},
+     * which would destroy the graph on failure.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html">cudaStreamBeginCaptureToGraph</a>
+     */
+    public static void beginCaptureToGraph(MemorySegment stream, MemorySegment graph, List<MemorySegment> dependencies,
+            int mode) {
+        try (Arena arena = Arena.ofConfined()) {
+            Status.check(cudaStreamBeginCaptureToGraph(stream, graph, array(arena, dependencies), MemorySegment.NULL,
+                    dependencies.size(), mode), "cudaStreamBeginCaptureToGraph");
+        }
+    }
+
+    /**
+     * Ends a capture begun with {@link #beginCaptureToGraph}. The graph was the caller's before the
+     * capture and stays the caller's, whatever the outcome: it is never destroyed here.
+     *
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html">cudaStreamEndCapture</a>
+     */
+    public static void endCaptureToGraph(MemorySegment stream) {
+        MemorySegment graph = CAPTURE_QUERY.get().dependencies(); // a pointer-sized out-parameter
+        graph.set(ADDRESS, 0, MemorySegment.NULL);
+        Status.check(cudaStreamEndCapture(stream, graph), "cudaStreamEndCapture");
+    }
+
+    /**
      * Ends capture. Returns the graph, or the failure: an invalidated capture ends with
      * {@code cudaErrorStreamCaptureInvalidated} and no graph.
      *

@@ -295,14 +295,18 @@ public final class CaptureTracker {
         /** The slots of the streams that record into this capture; guarded by {@code this}. */
         private final List<Slot> slots = new ArrayList<>(2);
         private final Class<L> launchType;
-        /** What the capture allocates on its streams ({@code cudaMallocAsync}), which its graph owns. */
-        private final GraphAllocations allocations = new GraphAllocations();
+        /**
+         * What the capture allocates on its streams ({@code cudaMallocAsync}), which its graph owns: a
+         * new graph's, or the memory of the existing graph it records into.
+         */
+        private final GraphAllocations allocations;
         private boolean ended;
         private boolean handedOver;
 
-        Capture(Object description, Class<L> launchType) {
+        Capture(Object description, Class<L> launchType, GraphAllocations allocations) {
             this.description = description;
             this.launchType = launchType;
+            this.allocations = allocations;
         }
 
         /** Keeps {@code lifetimes} alive for a node of the graph that is not a kernel node. */
@@ -482,7 +486,21 @@ public final class CaptureTracker {
      * @throws IllegalStateException if the stream already takes part in a capture
      */
     public static <L> Capture<L> begin(Slot slot, Object description, Class<L> launchType) {
-        Capture<L> capture = new Capture<>(description, launchType);
+        return begin(slot, description, launchType, new GraphAllocations(), true);
+    }
+
+    /**
+     * Starts tracking a capture into an existing graph on the stream that owns {@code slot}, as
+     * {@link #begin(Slot, Object, Class)} does into a new one.
+     *
+     * @param allocations the memory of the graph recorded into, which the captured allocations join
+     *     and whose views the captured work may use
+     * @param atStart whether the stream starts with no dependencies (the capture's nodes are roots of
+     *     the graph); false when it starts after nodes of the graph
+     */
+    public static <L> Capture<L> begin(Slot slot, Object description, Class<L> launchType,
+            GraphAllocations allocations, boolean atStart) {
+        Capture<L> capture = new Capture<>(description, launchType, allocations);
         synchronized (slot) {
             Capture<?> running = slot.capture;
             if (running != null) {
@@ -491,7 +509,7 @@ public final class CaptureTracker {
             capture.slots.add(slot);
             slot.capture = capture;
             slot.run = null;
-            slot.atCaptureStart = true;
+            slot.atCaptureStart = atStart;
         }
         return capture;
     }

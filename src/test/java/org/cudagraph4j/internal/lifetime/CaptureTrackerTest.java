@@ -24,6 +24,25 @@ class CaptureTrackerTest {
     private final CaptureTracker.Slot forked = new CaptureTracker.Slot(MemorySegment.ofAddress(0x2000));
 
     @Test
+    void aCaptureIntoAnExistingGraphSharesItsMemoryAndHandsOverWithoutClosingIt() {
+        GraphAllocations graphMemory = new GraphAllocations();
+        Lifetime view = new Lifetime(LiveCounters.Kind.DEVICE_BUFFER, 0, "the graph's own allocation", () -> { });
+        graphMemory.allocated(view);
+        CaptureTracker.Capture<String> capture = CaptureTracker.begin(stream, "capture into a graph", String.class,
+                graphMemory, false);
+        assertSame(graphMemory, capture.allocations(), "the captured work may use the graph's memory");
+        synchronized (stream) {
+            assertTrue(capture.needsFirstNode(stream), "after nodes of the graph, the first node is asked for");
+        }
+        capture.handOver().dropAll();
+        assertSame(null, CaptureTracker.of(stream));
+        assertTrue(view.isOpen(), "the graph's allocation is still the graph's");
+        capture.releaseAll(); // after handOver: nothing
+        assertTrue(view.isOpen());
+        graphMemory.closeViews();
+    }
+
+    @Test
     void aStreamRecordsIntoItsCaptureUntilItEnds() {
         assertNull(CaptureTracker.of(stream));
         CaptureTracker.Capture<String> capture = CaptureTracker.begin(stream, "capture A", String.class);
