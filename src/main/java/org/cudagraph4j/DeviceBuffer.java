@@ -667,6 +667,37 @@ public final class DeviceBuffer implements AutoCloseable {
     }
 
     /**
+     * Frees this stream-ordered allocation in {@code stream}'s order ({@code cudaFreeAsync} on
+     * {@code stream}), a stream other than the one that allocated it, as CUDA allows; otherwise as
+     * {@link #close()}. The caller orders the work that uses the buffer on other streams before the
+     * free, as in CUDA: typically {@code stream} waits for an event recorded on the allocating stream
+     * after the last use there ({@link CudaStream#waitFor}). If a graph, an executable or a capture
+     * still holds the buffer, the free is deferred until they let go, and then made as
+     * {@link MemoryPool} describes, whatever {@code stream} was. Idempotent, like {@code close()}.
+     *
+     * @param stream the stream whose order the free takes; on this buffer's device, open and not
+     *     capturing
+     * @throws IllegalArgumentException if {@code stream} is on another device
+     * @throws IllegalStateException if this buffer is not a stream-ordered allocation
+     *     ({@code cudaMalloc} memory, borrowed memory or a slice: {@link #close()} it), is graph memory,
+     *     which its graph frees, or {@code stream} is closed or capturing; the buffer then stays open
+     * @see <a href="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__POOLS.html">cudaFreeAsync</a>
+     */
+    public void closeOn(CudaStream stream) {
+        Objects.requireNonNull(stream, "stream");
+        if (graphOwner != null || allocation.graphOwner != null) {
+            throw new IllegalStateException(this + " is graph memory: its graph frees it (a free node, or the end of "
+                    + "its capture), and this library lets no graph memory outlive its graph's launch, so nothing "
+                    + "is left to free on a stream afterwards");
+        }
+        if (!isAllocation() || order == null) {
+            throw new IllegalStateException(this + " is not a stream-ordered allocation (MemoryPool.allocate, "
+                    + "CudaStream.allocate), which alone cudaFreeAsync frees: close() it");
+        }
+        order.close(lifetime, stream);
+    }
+
+    /**
      * Graph memory's close: during the capture that allocated it, a free node
      * ({@code cudaFreeAsync} on the capturing stream), after which the capture may not use it; in
      * all other cases the graph that owns the memory frees it, and this only stops new uses.

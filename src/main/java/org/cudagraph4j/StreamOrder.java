@@ -54,6 +54,8 @@ final class StreamOrder implements Runnable {
     private final Lifetime poolLifetime;
     /** The thread inside the owner's {@code close()}; a free on any other thread is deferred. */
     private volatile Thread closing;
+    /** The stream the owner's {@code closeOn} frees on, while it runs; {@code null} for the allocating stream. */
+    private volatile MemorySegment closingOn;
 
     private StreamOrder(int ordinal, long address, MemorySegment stream, Lifetime streamLifetime,
             CaptureTracker.Slot captureSlot, Lifetime poolLifetime) {
@@ -181,6 +183,46 @@ final class StreamOrder implements Runnable {
     }
 
     /**
+     * The owner's {@code closeOn(other)}: as {@link #close(Lifetime)}, but the free, if it happens
+     * now, is ordered on {@code other} ({@code cudaFreeAsync(p, other)}), which CUDA allows for any
+     * stream of the device. Deferred frees (a graph or capture still holds the buffer) do not need
+     * it: they synchronize the device first.
+     *
+     * @throws IllegalArgumentException if {@code other} is on another device
+     * @throws IllegalStateException if {@code other} is closed or capturing, where the free would
+     *     become a free node for memory no graph owns
+     */
+    void close(Lifetime allocation, CudaStream other) {
+        if (!allocation.isOpen()) {
+            return;
+        }
+        if (other.device().ordinal() != ordinal) {
+            throw new IllegalArgumentException(allocation + " is memory of device " + ordinal + ", but " + other
+                    + " is on device " + other.device().ordinal() + ": free it on a stream of its own device");
+        }
+        Lifetime otherLifetime = other.lifetime();
+        otherLifetime.ensureOpen();
+        otherLifetime.retain(); // its handle stays valid for the free, whoever closes it meanwhile
+        try {
+            MemorySegment handle = other.handle();
+            Devices.use(ordinal);
+            if (capturing(handle)) {
+                throw new IllegalStateException("cannot free " + allocation + " on " + other + ", which is capturing: "
+                        + "cudaFreeAsync there would add a free node, and this memory belongs to no graph; free it "
+                        + "after the capture, or on a stream that is not capturing");
+            }
+            closingOn = handle;
+            try {
+                close(allocation);
+            } finally {
+                closingOn = null;
+            }
+        } finally {
+            otherLifetime.release();
+        }
+    }
+
+    /**
      * Before a synchronous copy or memset: waits until the stream has run the allocation (and
      * whatever was queued before it), since "the allocation must not be accessed until the
      * allocation operation completes" (cudaMallocAsync) and synchronous copies run on another stream.
@@ -207,7 +249,8 @@ final class StreamOrder implements Runnable {
         try {
             Devices.use(ordinal); // the cleaner's or a graph's thread may have another device current
             if (closing == Thread.currentThread()) {
-                MemoryPools.freeAsync(address, stream);
+                MemorySegment on = closingOn;
+                MemoryPools.freeAsync(address, on != null ? on : stream);
             } else {
                 Devices.synchronize();
                 if (capturing(stream)) {

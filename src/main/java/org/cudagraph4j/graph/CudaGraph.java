@@ -572,9 +572,12 @@ public final class CudaGraph extends GraphResource {
     public GraphNode addMemFree(DeviceBuffer allocation, GraphNode... dependencies) {
         Objects.requireNonNull(allocation, "allocation");
         ensureAllowedHere(GraphNodeType.MEM_FREE);
-        if (ROOT.graphMemoryOf(allocation) != allocations) {
+        GraphAllocations owner = ROOT.graphMemoryOf(allocation);
+        if (owner != allocations) {
             throw new IllegalArgumentException(allocation + " is not memory this graph allocates: a free node frees "
-                    + "only the graph's own allocations");
+                    + "only the graph's own allocations" + (owner == null ? "" : "; CUDA lets a free node free "
+                    + "another graph's allocation after that graph's launch, but this library has every graph free "
+                    + "what it allocates, so that memory never outlives the launch that made it"));
         }
         if (!allocation.isAllocation()) {
             throw new IllegalArgumentException(allocation + " is a slice: free the whole allocation");
@@ -1078,7 +1081,10 @@ public final class CudaGraph extends GraphResource {
         if (!unfreed.isEmpty()) {
             throw new IllegalStateException(this + " allocates memory it never frees: " + String.join(", ", unfreed)
                     + ". This library lets a graph own its memory only whole, so that none outlives a launch: add a "
-                    + "free node (addMemFree), or close the buffer before its capture ends");
+                    + "free node (addMemFree), or close the buffer before its capture ends. CUDA would also let a "
+                    + "later cudaFreeAsync or another graph's free node free it, but then each launch leaves memory "
+                    + "that no object owns, which leaks if it is never freed and blocks the next launch until it is; "
+                    + "copy the result into a buffer of your own inside the graph instead");
         }
         boolean single = !conditionals.isEmpty() || allocations.any();
         if (single && !singleExecAlive.compareAndSet(false, true)) {
