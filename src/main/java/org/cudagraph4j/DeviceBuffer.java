@@ -536,6 +536,43 @@ public final class DeviceBuffer implements AutoCloseable {
         keepAliveIfCapturing(stream);
     }
 
+    /**
+     * Queues a copy of all of {@code source}, page-locked host memory, into this buffer, truly
+     * asynchronous. In a capture the graph keeps {@code source} allocated, as it keeps this buffer:
+     * closing it before the graph and its executables are closed defers the free, so a launch never
+     * reads freed host memory (a copy of {@code source.segment()} keeps nothing alive). Outside a
+     * capture, keep {@code source} open until the stream has reached the copy.
+     *
+     * @param source page-locked host memory of exactly {@link #byteSize()} bytes
+     * @param stream the stream the copy is ordered on
+     * @throws IllegalArgumentException if the sizes differ
+     * @throws IllegalStateException if {@code source}, this buffer or the stream is closed
+     */
+    public void copyFromAsync(PinnedBuffer source, CudaStream stream) {
+        Lifetime host = source.lifetime();
+        host.ensureOpen();
+        keepAliveIfCapturing(stream, host); // first: a close racing with the copy cannot free it under the node
+        copyFromAsync(source.segment(), stream);
+    }
+
+    /**
+     * Queues a copy of all of this buffer into {@code destination}, page-locked host memory, truly
+     * asynchronous; read it after the stream has reached the copy. In a capture the graph keeps
+     * {@code destination} allocated, as {@link #copyFromAsync(PinnedBuffer, CudaStream)} keeps its
+     * source.
+     *
+     * @param destination page-locked host memory of exactly {@link #byteSize()} bytes
+     * @param stream the stream the copy is ordered on
+     * @throws IllegalArgumentException if the sizes differ
+     * @throws IllegalStateException if {@code destination}, this buffer or the stream is closed
+     */
+    public void copyToAsync(PinnedBuffer destination, CudaStream stream) {
+        Lifetime host = destination.lifetime();
+        host.ensureOpen();
+        keepAliveIfCapturing(stream, host); // first: a close racing with the copy cannot free it under the node
+        copyToAsync(destination.segment(), stream);
+    }
+
     // Device to device.
 
     /**
@@ -642,6 +679,14 @@ public final class DeviceBuffer implements AutoCloseable {
         CaptureTracker.Capture<?> capture = CaptureTracker.of(stream.captureSlot());
         if (capture != null) {
             capture.use(List.of(lifetime));
+        }
+    }
+
+    /** A captured copy keeps the host memory it reads or writes alive for the graph it goes into. */
+    private static void keepAliveIfCapturing(CudaStream stream, Lifetime host) {
+        CaptureTracker.Capture<?> capture = CaptureTracker.of(stream.captureSlot());
+        if (capture != null) {
+            capture.use(List.of(host));
         }
     }
 

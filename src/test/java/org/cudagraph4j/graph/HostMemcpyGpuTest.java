@@ -117,6 +117,37 @@ class HostMemcpyGpuTest {
     }
 
     @Test
+    void pinnedBuffersCopiedInACaptureAreKeptAllocatedByTheGraph() {
+        CudaDevice device = TestData.device();
+        device.makeCurrent();
+        LiveResources before = Cuda.liveResources();
+        CudaKernel saxpy = kernels.kernel("saxpy");
+        try (CudaStream stream = device.createStream(); DeviceBuffer x = device.allocateFloats(N);
+                DeviceBuffer y = device.allocateFloats(N)) {
+            PinnedBuffer input = Cuda.allocatePinned((long) N * Float.BYTES);
+            PinnedBuffer output = Cuda.allocatePinned((long) N * Float.BYTES);
+            CudaGraph graph;
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
+                x.copyFromAsync(input, stream);
+                y.copyFromAsync(input, stream);
+                saxpy.launch(stream, LaunchConfig.of(Dim3.of((N + 255) / 256), Dim3.of(256)), N, 2.0f, x, y);
+                y.copyToAsync(output, stream);
+                graph = capture.end();
+            }
+            try (graph; GraphExec exec = graph.instantiate()) {
+                assertTriplesAtEveryLaunch(exec, stream, input.segment(), output.segment());
+                input.close();
+                output.close();
+                assertEquals(before.pinnedBuffers() + 2, Cuda.liveResources().pinnedBuffers(),
+                        "the captured graph and its executable keep both pinned buffers allocated");
+                exec.launch(stream);
+                stream.synchronize();
+            }
+        }
+        assertEquals(before, Cuda.liveResources(), "the pinned buffers went with the graph and the executable");
+    }
+
+    @Test
     void theCallersSegmentsInAndOutAreCopiedAtEveryLaunch() {
         CudaDevice device = TestData.device();
         device.makeCurrent();
