@@ -8,6 +8,7 @@ import org.cudagraph4j.internal.Devices;
 import org.cudagraph4j.internal.Driver;
 import org.cudagraph4j.internal.Memory;
 import org.cudagraph4j.internal.MemoryPools;
+import org.cudagraph4j.internal.lifetime.BorrowedHostMemory;
 import org.cudagraph4j.internal.lifetime.CaptureTracker;
 import org.cudagraph4j.internal.lifetime.GraphAllocations;
 import org.cudagraph4j.internal.lifetime.Lifetime;
@@ -501,7 +502,11 @@ public final class DeviceBuffer implements AutoCloseable {
     }
 
     /**
-     * Queues a copy from native host memory; {@code source} must stay valid until it runs.
+     * Queues a copy from native host memory; {@code source} must stay valid until it runs. In a
+     * capture the graph borrows {@code source}: it holds the segment (an automatic arena's memory
+     * stays valid while the graph or an executable does), but an arena its owner closes must stay
+     * open until they are closed; for a {@link PinnedBuffer}, pass the buffer itself, which the graph
+     * keeps allocated.
      *
      * @param source native host memory of exactly {@link #byteSize()} bytes; a {@link PinnedBuffer}'s
      *     segment makes the copy truly asynchronous
@@ -515,11 +520,13 @@ public final class DeviceBuffer implements AutoCloseable {
         requireGraphOrder(stream);
         onDeviceOf(stream);
         Memory.copyAsync(address(), source.address(), byteSize(), stream.handle());
-        keepAliveIfCapturing(stream);
+        keepAliveIfCapturing(stream, source);
     }
 
     /**
-     * Queues a copy to native host memory; read it only after the stream has reached the copy.
+     * Queues a copy to native host memory; read it only after the stream has reached the copy. In a
+     * capture the graph borrows {@code destination}, as {@link #copyFromAsync(MemorySegment, CudaStream)}
+     * borrows its source.
      *
      * @param destination native host memory of exactly {@link #byteSize()} bytes; a {@link PinnedBuffer}'s
      *     segment makes the copy truly asynchronous
@@ -533,7 +540,7 @@ public final class DeviceBuffer implements AutoCloseable {
         requireGraphOrder(stream);
         onDeviceOf(stream);
         Memory.copyAsync(destination.address(), address(), byteSize(), stream.handle());
-        keepAliveIfCapturing(stream);
+        keepAliveIfCapturing(stream, destination);
     }
 
     /**
@@ -679,6 +686,23 @@ public final class DeviceBuffer implements AutoCloseable {
         CaptureTracker.Capture<?> capture = CaptureTracker.of(stream.captureSlot());
         if (capture != null) {
             capture.use(List.of(lifetime));
+        }
+    }
+
+    /**
+     * A captured copy keeps the allocation alive, and holds the caller's host segment, for the graph it
+     * goes into, so that an automatic arena's memory is not collected under the node
+     * ({@link BorrowedHostMemory}).
+     */
+    private void keepAliveIfCapturing(CudaStream stream, MemorySegment host) {
+        CaptureTracker.Capture<?> capture = CaptureTracker.of(stream.captureSlot());
+        if (capture != null) {
+            Lifetime borrowed = BorrowedHostMemory.of(host);
+            try {
+                capture.use(List.of(lifetime, borrowed));
+            } finally {
+                borrowed.close(); // the capture holds it now, or nothing does
+            }
         }
     }
 

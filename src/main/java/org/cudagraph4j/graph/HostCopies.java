@@ -3,7 +3,7 @@ package org.cudagraph4j.graph;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 import org.cudagraph4j.internal.lifetime.Lifetime;
-import org.cudagraph4j.internal.lifetime.LiveCounters;
+import org.cudagraph4j.internal.lifetime.BorrowedHostMemory;
 
 /**
  * The checks of a memcpy node between a device buffer and host memory the caller owns (a
@@ -48,21 +48,10 @@ final class HostCopies {
     }
 
     /**
-     * A lifetime for one node's use of {@code segment}: it frees nothing, and holds the segment
-     * (so an automatic arena's memory stays reachable) while a graph or executable holds it. The
-     * caller holds it into the graph, then closes its own reference.
+     * A lifetime for one node's use of {@code segment}, as {@link BorrowedHostMemory#of} makes it.
+     * The caller holds it into the graph, then closes its own reference.
      */
     static Lifetime borrow(MemorySegment segment) {
-        return new Lifetime(LiveCounters.Kind.BORROWED_HOST_MEMORY, 0, String.format(
-                "host memory 0x%X (%d bytes), borrowed by a memcpy node", segment.address(), segment.byteSize()),
-                new Holder(segment));
-    }
-
-    /** The lifetime's free action: it frees nothing, and exists to hold the segment. */
-    private record Holder(MemorySegment segment) implements Runnable {
-        @Override
-        public void run() {
-            // The lender frees the memory; dropping this holder lets an automatic arena be collected.
-        }
+        return BorrowedHostMemory.of(segment);
     }
 }

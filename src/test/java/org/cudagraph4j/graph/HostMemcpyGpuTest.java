@@ -208,6 +208,26 @@ class HostMemcpyGpuTest {
     }
 
     @Test
+    void aCapturedCopyToAnAutomaticArenasSegmentIsBorrowedByTheGraph() {
+        CudaDevice device = TestData.device();
+        device.makeCurrent();
+        try (CudaStream stream = device.createStream(); DeviceBuffer sum = device.allocate(ElementType.FLOAT64, 1)) {
+            sum.copyFrom(new double[] {-7.25});
+            MemorySegment host = Arena.ofAuto().allocate(ValueLayout.JAVA_DOUBLE);
+            CudaGraph graph;
+            try (StreamCapture capture = StreamCapture.begin(stream, CaptureMode.GLOBAL)) {
+                sum.copyToAsync(host, stream);
+                graph = capture.end();
+            }
+            try (graph; GraphExec exec = graph.instantiate()) {
+                exec.launch(stream);
+                stream.synchronize();
+            }
+            assertEquals(-7.25, host.get(ValueLayout.JAVA_DOUBLE, 0));
+        }
+    }
+
+    @Test
     void hostCopiesThatCannotWorkAreRefusedByName() {
         CudaDevice device = TestData.device();
         device.makeCurrent();
