@@ -1,11 +1,13 @@
 package org.cudagraph4j;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.jar.JarFile;
@@ -114,6 +116,27 @@ class BundleIT {
         // What passing tests log stays out of the output (lib/logging.properties).
         assertEquals(List.of(), output.stream().filter(l -> l.matches("(SEVERE|WARNING|INFO): .*")).toList(),
                 String.join("\n", output));
+    }
+
+    /**
+     * The validator's mutation fuzz is a CPU test tagged long: left out by default, with a line that
+     * says so, run with {@code --long}. The other tests of its class run either way.
+     */
+    @Test
+    void runTestsLeavesOutTheLongTestsUnlessAskedForThem() throws Exception {
+        List<String> command = new ArrayList<>(List.of(bundle.resolve("bin/run-tests").toString(), "--exclude-tag",
+                "gpu", "--include-classname", ".*\\.ImageValidatorTest", "--disable-ansi-colors", "--details=tree"));
+        List<String> byDefault = run(command);
+        String output = String.join("\n", byDefault);
+        assertTrue(byDefault.getFirst().startsWith("run-tests: leaving out the tests tagged long"), output);
+        assertTrue(output.contains("everyShippedImagePasses()"), output);
+        assertFalse(output.contains("mutationsAreRejectedCleanlyOrAccepted()"), output);
+
+        command.add(1, "--long");
+        command.addAll(List.of("--include-methodname", ".*mutationsAreRejectedCleanlyOrAccepted.*"));
+        output = String.join("\n", run(command));
+        assertTrue(output.contains("mutationsAreRejectedCleanlyOrAccepted()"), output);
+        assertFalse(output.contains("leaving out"), output);
     }
 
     @Test

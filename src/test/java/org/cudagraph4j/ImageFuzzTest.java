@@ -55,6 +55,7 @@ class ImageFuzzTest {
 
     @Test
     @Tag("fault") // its children may abort on purpose; under a sanitizer they would also take an hour
+    @LongRunning // minutes on an H200: the compute_120 PTX's mutations alone took 110 to 240 s
     void corruptedImagesNeverCrashTheProcess(TestReporter reporter) throws IOException, InterruptedException {
         int count = Integer.getInteger(COUNT_PROPERTY, 1000);
         long seed = Long.getLong(SEED_PROPERTY, 20_251_129L);

@@ -59,8 +59,9 @@ public final class TestShards {
         for (String name : testClassNames()) {
             try {
                 Class<?> type = Class.forName(name, false, TestShards.class.getClassLoader());
-                boolean tagged = AnnotationSupport.findRepeatableAnnotations(type, Tag.class).stream()
-                        .anyMatch(tag -> tag.value().equals("gpu"));
+                // GpuTest itself is tagged gpu, and holds no tests.
+                boolean tagged = !type.isAnnotation() && AnnotationSupport.findRepeatableAnnotations(type, Tag.class)
+                        .stream().anyMatch(tag -> tag.value().equals("gpu"));
                 if (tagged) {
                     gpu.add(name);
                 }

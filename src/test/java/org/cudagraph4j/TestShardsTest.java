@@ -23,6 +23,7 @@ class TestShardsTest {
             assertTrue(all.contains("org.cudagraph4j." + gpuClass), gpuClass + " in " + all);
         }
         assertFalse(all.contains("org.cudagraph4j.TestShardsTest"), "a CPU test is not a gpu test");
+        assertFalse(all.contains("org.cudagraph4j.GpuTest"), "the annotation holds no tests");
         for (int count : new int[] {1, 3, 4, 7}) {
             List<String> union = new ArrayList<>();
             for (int index = 1; index <= count; index++) {

@@ -24,6 +24,7 @@ import org.cudagraph4j.CudaDevice;
 import org.cudagraph4j.DeviceBuffer;
 import org.cudagraph4j.GpuTest;
 import org.cudagraph4j.LogCapture;
+import org.cudagraph4j.LongRunning;
 import org.cudagraph4j.TestData;
 import org.cudagraph4j.graph.GraphArchive;
 import org.cudagraph4j.kernels.Linear;
@@ -119,6 +120,7 @@ class InferenceEngineGpuTest {
      */
     @ParameterizedTest
     @EnumSource(CapturePolicy.class)
+    @LongRunning // 64,000 requests a policy: about 4 s each on an H200
     void manyThreadsGetTheirOwnRowsRightAcrossTheSwitchToGraphs(CapturePolicy policy) throws Exception {
         int threadCount = 64;
         int requestsPerThread = TestData.underRacecheck() ? 2 : TestData.underSanitizer() ? 20 : 1000;

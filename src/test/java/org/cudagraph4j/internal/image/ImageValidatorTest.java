@@ -19,6 +19,7 @@ import java.util.List;
 import java.util.SplittableRandom;
 import org.cudagraph4j.ImageMutations;
 import org.cudagraph4j.ImageMutations.Mutation;
+import org.cudagraph4j.LongRunning;
 import org.cudagraph4j.internal.image.ImageValidator.Kind;
 import org.junit.jupiter.api.Test;
 
@@ -46,6 +47,7 @@ class ImageValidatorTest {
      * rejected.
      */
     @Test
+    @LongRunning // 18,000 mutations: 26 s under mvn test on two cores
     void mutationsAreRejectedCleanlyOrAccepted() {
         List<String> failures = new ArrayList<>();
         for (String name : shippedImages()) {
