@@ -60,6 +60,33 @@ final class GemmCase implements AutoCloseable {
         this.out = device.allocateFloats((long) m * n);
     }
 
+    /**
+     * A linear combination {@code 2·A·op(B) + 0·C} of 300×200×100 into an output poisoned with NaN,
+     * against float64: with beta 0 an instance must never read the output. Runs {@code config}, or
+     * the instance the sgemm chooses where it is null.
+     */
+    static void assertBetaZeroIgnoresThePoisonedOutput(KernelsFixture gpu, boolean bTransposed, GemmConfig config) {
+        int m = 300;
+        int n = 200;
+        int k = 100;
+        long seed = TestData.newSeed();
+        float[] a = TestData.randomFloats(m * k, seed);
+        float[] b = TestData.randomFloats(k * n, seed + 1);
+        try (DeviceBuffer da = gpu.upload(a); DeviceBuffer db = gpu.upload(b);
+                DeviceBuffer dc = gpu.allocateFloats(m * n)) {
+            dc.memset(0xFF);
+            GemmOperands operands = GemmOperands.linearCombination(m, n, k, 2f, da, db, bTransposed, 0f, dc);
+            if (config == null) {
+                gpu.sgemm().multiply(gpu.stream(), operands, null);
+            } else {
+                gpu.sgemm().multiply(gpu.stream(), config, operands, null);
+            }
+            gpu.stream().synchronize();
+            Reference.assertClose(Reference.gemm(m, n, k, 2, a, b, bTransposed, 0, null), dc.toFloatArray(),
+                    (config == null ? "" : config.kernelName() + " ") + TestData.seedDescription(seed));
+        }
+    }
+
     /** Runs {@code config} (through {@code workspace}, which may be null) and compares with the reference. */
     void check(ShippedKernels kernels, CudaStream stream, GemmConfig config, GemmWorkspace workspace) {
         assertClose(config.epilogue(), run(kernels, stream, config, workspace), describe(config),

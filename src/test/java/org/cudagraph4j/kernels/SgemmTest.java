@@ -54,21 +54,7 @@ class SgemmTest {
 
     @Test
     void betaZeroNeverReadsTheOutputSoNaNPoisonDoesNotLeak() {
-        int m = 300;
-        int n = 200;
-        int k = 100;
-        long seed = TestData.newSeed();
-        float[] a = TestData.randomFloats(m * k, seed);
-        float[] b = TestData.randomFloats(k * n, seed + 1);
-        try (DeviceBuffer da = gpu.upload(a); DeviceBuffer db = gpu.upload(b);
-                DeviceBuffer dc = gpu.allocateFloats(m * n)) {
-            dc.memset(0xFF);
-            gpu.sgemm().multiply(gpu.stream(), GemmOperands.linearCombination(m, n, k, 2f, da, db, false, 0f, dc),
-                    null);
-            gpu.stream().synchronize();
-            Reference.assertClose(Reference.gemm(m, n, k, 2, a, b, false, 0, null), dc.toFloatArray(),
-                    TestData.seedDescription(seed));
-        }
+        GemmCase.assertBetaZeroIgnoresThePoisonedOutput(gpu, false, null);
     }
 
     @Test
