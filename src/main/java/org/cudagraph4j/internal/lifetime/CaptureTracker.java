@@ -153,6 +153,16 @@ public final class CaptureTracker {
          * the way with a single dependency.
          */
         public List<KernelNode<L>> resolve(Chain chain) {
+            return walk(chain, null);
+        }
+
+        /**
+         * Walks back from the stream's last node, matching kernel nodes to launches from the last.
+         * Without a {@code matcher}, every kernel node on the way is the next launch's, and the walk
+         * then reaches the start past non-kernel nodes only; with one, kernel nodes it says are none
+         * of the run's are passed over too, before the first launch as after it.
+         */
+        private List<KernelNode<L>> walk(Chain chain, LaunchMatcher<L> matcher) {
             long end = last == GRAPH_SINK ? chain.onlySink() : last;
             if (first == UNKNOWN_NODE || end == UNKNOWN_NODE || end == NO_NODE) {
                 return List.of();
@@ -166,11 +176,22 @@ public final class CaptureTracker {
                     return List.of();
                 }
                 if (chain.isKernel(node)) {
-                    nodes[index--] = node;
+                    if (matcher == null) {
+                        nodes[index--] = node;
+                    } else {
+                        @SuppressWarnings("unchecked") // add() stores an L there
+                        L launch = (L) launches[2 * index + 1];
+                        if (launch == null) {
+                            return List.of();
+                        }
+                        if (matcher.launches(node, launch)) {
+                            nodes[index--] = node;
+                        }
+                    }
                 }
                 node = chain.onlyDependency(node);
             }
-            if (!reachesStart(chain, node)) {
+            if (!reachesStart(chain, node, matcher == null)) {
                 return List.of();
             }
             if (known == 1) {
@@ -204,44 +225,7 @@ public final class CaptureTracker {
          */
         public List<KernelNode<L>> resolve(Chain chain, LaunchMatcher<L> matcher) {
             List<KernelNode<L>> strict = resolve(chain);
-            return strict.isEmpty() && count > 0 ? resolvePastOthers(chain, matcher) : strict;
-        }
-
-        private List<KernelNode<L>> resolvePastOthers(Chain chain, LaunchMatcher<L> matcher) {
-            long end = last == GRAPH_SINK ? chain.onlySink() : last;
-            if (first == UNKNOWN_NODE || end == UNKNOWN_NODE || end == NO_NODE) {
-                return List.of();
-            }
-            long[] nodes = new long[count];
-            long node = end;
-            int index = count - 1;
-            int known = first == NO_NODE ? 0 : 1;
-            while (index >= known) {
-                if (node == NO_NODE || node == UNKNOWN_NODE) {
-                    return List.of();
-                }
-                if (chain.isKernel(node)) {
-                    @SuppressWarnings("unchecked") // add() stores an L there
-                    L launch = (L) launches[2 * index + 1];
-                    if (launch == null) {
-                        return List.of();
-                    }
-                    if (matcher.launches(node, launch)) {
-                        nodes[index--] = node;
-                    }
-                }
-                node = chain.onlyDependency(node);
-            }
-            while (node != NO_NODE && node != UNKNOWN_NODE && node != first) {
-                node = chain.onlyDependency(node);
-            }
-            if (node != first) {
-                return List.of();
-            }
-            if (known == 1) {
-                nodes[0] = first;
-            }
-            return recorded(nodes);
+            return strict.isEmpty() && count > 0 ? walk(chain, matcher) : strict;
         }
 
         private void add(List<Lifetime> uses, L launch) {
@@ -260,10 +244,13 @@ public final class CaptureTracker {
             }
         }
 
-        /** Whether the walk, now at {@code node}, reaches the first launch's node (or the root) past non-kernel nodes only. */
-        private boolean reachesStart(Chain chain, long node) {
+        /**
+         * Whether the walk, now at {@code node}, reaches the first launch's node (or the root) through
+         * nodes of one dependency each: non-kernel nodes only if {@code noOtherKernels}.
+         */
+        private boolean reachesStart(Chain chain, long node, boolean noOtherKernels) {
             while (node != NO_NODE && node != UNKNOWN_NODE && node != first) {
-                if (chain.isKernel(node)) {
+                if (noOtherKernels && chain.isKernel(node)) {
                     return false;
                 }
                 node = chain.onlyDependency(node);
