@@ -1,12 +1,9 @@
 package org.cudagraph4j.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import java.util.Map;
-import org.cudagraph4j.error.CudaRuntimeNotFoundException;
 import org.junit.jupiter.api.Test;
 
 /** cuBLASLt is searched for as the runtime is, and its absence is one clear error naming it. */
@@ -23,17 +20,7 @@ class CublasLtLoaderTest {
 
     @Test
     void absenceNamesCublasLtEveryPlaceTriedAndHowToPointAtIt() {
-        List<NativeLibrarySearch.Candidate> candidates = List.of(
-                new NativeLibrarySearch.Candidate("$CUDA_HOME", "/nonexistent/lib64/libcublasLt.so.13"),
-                new NativeLibrarySearch.Candidate("dynamic loader", "libm.so.6"));
-
-        CudaRuntimeNotFoundException e = assertThrows(CudaRuntimeNotFoundException.class,
-                () -> CublasLtLoader.SEARCH.load(candidates));
-
-        assertTrue(e.getMessage().startsWith("could not load cuBLASLt, the CUDA BLAS matmul library"
-                + " (libcublasLt.so.13); tried, in order:"), e.getMessage());
-        assertEquals(List.of("$CUDA_HOME: /nonexistent/lib64/libcublasLt.so.13 (no such file)",
-                "dynamic loader: libm.so.6 (opened, but it exports no cublasLtGetVersion)"), e.attempts());
-        assertTrue(e.getMessage().contains("-Dorg.cudagraph4j.cublaslt.path=/path/to/libcublasLt.so.13"), e.getMessage());
+        LibrarySearchChecks.assertAbsenceIsNamed(CublasLtLoader.SEARCH, "cuBLASLt, the CUDA BLAS matmul library",
+                "libcublasLt.so.13", "cublasLtGetVersion", CublasLtLoader.PATH_PROPERTY);
     }
 }

@@ -1,12 +1,9 @@
 package org.cudagraph4j.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import java.util.Map;
-import org.cudagraph4j.error.CudaRuntimeNotFoundException;
 import org.junit.jupiter.api.Test;
 
 /** NVRTC is searched for as the runtime is, and its absence is one clear error naming it. */
@@ -24,17 +21,7 @@ class NvrtcLoaderTest {
 
     @Test
     void absenceNamesNvrtcEveryPlaceTriedAndHowToPointAtIt() {
-        List<NativeLibrarySearch.Candidate> candidates = List.of(
-                new NativeLibrarySearch.Candidate("$CUDA_HOME", "/nonexistent/lib64/libnvrtc.so.13"),
-                new NativeLibrarySearch.Candidate("dynamic loader", "libm.so.6"));
-
-        CudaRuntimeNotFoundException e = assertThrows(CudaRuntimeNotFoundException.class,
-                () -> NvrtcLoader.SEARCH.load(candidates));
-
-        assertTrue(e.getMessage().startsWith("could not load NVRTC, the CUDA runtime compiler (libnvrtc.so.13);"
-                + " tried, in order:"), e.getMessage());
-        assertEquals(List.of("$CUDA_HOME: /nonexistent/lib64/libnvrtc.so.13 (no such file)",
-                "dynamic loader: libm.so.6 (opened, but it exports no nvrtcVersion)"), e.attempts());
-        assertTrue(e.getMessage().contains("-Dorg.cudagraph4j.nvrtc.path=/path/to/libnvrtc.so.13"), e.getMessage());
+        LibrarySearchChecks.assertAbsenceIsNamed(NvrtcLoader.SEARCH, "NVRTC, the CUDA runtime compiler", "libnvrtc.so.13",
+                "nvrtcVersion", NvrtcLoader.PATH_PROPERTY);
     }
 }
