@@ -1,6 +1,5 @@
 package org.cudagraph4j;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -62,14 +61,9 @@ class MemoryPoolTest {
     @ParameterizedTest
     @ValueSource(ints = {1, 1000, 65_537, 3_000_001})
     void synchronousCopiesRoundTripThroughAPoolBuffer(int length) {
-        long seed = TestData.newSeed();
-        float[] data = TestData.randomFloats(length, seed);
         try (MemoryPool pool = device.createMemoryPool(MemoryPool.Options.defaults());
                 DeviceBuffer buffer = pool.allocateFloats(stream, length)) {
-            buffer.copyFrom(data);
-            float[] back = TestData.nans(length);
-            buffer.copyTo(back);
-            assertArrayEquals(data, back, TestData.seedDescription(seed));
+            TestData.assertFloatsRoundTrip(buffer, length);
         }
     }
 

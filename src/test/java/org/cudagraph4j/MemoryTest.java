@@ -22,13 +22,8 @@ class MemoryTest {
     @ParameterizedTest
     @ValueSource(ints = {1, 7, 1000, 65_537, 3_000_001})
     void floatArraysRoundTrip(int length) {
-        long seed = TestData.newSeed();
-        float[] data = TestData.randomFloats(length, seed);
         try (DeviceBuffer buffer = device.allocateFloats(length)) {
-            buffer.copyFrom(data);
-            float[] back = TestData.nans(length);
-            buffer.copyTo(back);
-            assertArrayEquals(data, back, TestData.seedDescription(seed));
+            TestData.assertFloatsRoundTrip(buffer, length);
         }
     }
 

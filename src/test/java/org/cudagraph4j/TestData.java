@@ -1,5 +1,7 @@
 package org.cudagraph4j;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+
 import java.util.Arrays;
 import java.util.SplittableRandom;
 
@@ -69,6 +71,19 @@ public final class TestData {
             buffer.close();
             throw e;
         }
+    }
+
+    /**
+     * Random floats copied into {@code buffer} with the synchronous copy and back into NaNs must come
+     * back unchanged; {@code buffer} holds {@code length} floats.
+     */
+    public static void assertFloatsRoundTrip(DeviceBuffer buffer, int length) {
+        long seed = newSeed();
+        float[] data = randomFloats(length, seed);
+        buffer.copyFrom(data);
+        float[] back = nans(length);
+        buffer.copyTo(back);
+        assertArrayEquals(data, back, seedDescription(seed));
     }
 
     /** A float array full of NaN, to poison outputs before a run. */

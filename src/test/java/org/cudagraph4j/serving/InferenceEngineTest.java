@@ -381,12 +381,7 @@ class InferenceEngineTest {
                         options().withLanes(1).withMaxWait(Duration.ZERO))) {
             Throwable failure = failureOf(engine.submit(rows(5, 1)));
             assertInstanceOf(AssertionError.class, failure);
-            LogCapture.Warning warning = log.onlyWarning();
-            assertEquals(System.Logger.Level.WARNING, warning.level());
-            assertEquals("a batch failed", warning.message());
-            assertSame(failure, warning.thrown());
-            float[] input = rows(6, 3);
-            assertArrayEquals(FakeLane.expected(input), engine.submit(input).get(20, TimeUnit.SECONDS));
+            assertWarnedOnceAndServesOn(log, "a batch failed", failure, engine, rows(6, 3));
         }
     }
 
@@ -399,13 +394,18 @@ class InferenceEngineTest {
             OutOfMemoryError staging = new OutOfMemoryError("staging");
             lane.stagingError = staging;
             assertSame(staging, failureOf(engine.submit(rows(1, 2))));
-            LogCapture.Warning warning = log.onlyWarning();
-            assertEquals(System.Logger.Level.WARNING, warning.level());
-            assertEquals("lane 0 failed serving a batch", warning.message());
-            assertSame(staging, warning.thrown());
-            float[] input = rows(2, 3);
-            assertArrayEquals(FakeLane.expected(input), engine.submit(input).get(20, TimeUnit.SECONDS));
+            assertWarnedOnceAndServesOn(log, "lane 0 failed serving a batch", staging, engine, rows(2, 3));
         }
+    }
+
+    /** The engine logged one warning, {@code message} with {@code failure}, and answers {@code input} right. */
+    private static void assertWarnedOnceAndServesOn(LogCapture log, String message, Throwable failure,
+            InferenceEngine engine, float[] input) throws Exception {
+        LogCapture.Warning warning = log.onlyWarning();
+        assertEquals(System.Logger.Level.WARNING, warning.level());
+        assertEquals(message, warning.message());
+        assertSame(failure, warning.thrown());
+        assertArrayEquals(FakeLane.expected(input), engine.submit(input).get(20, TimeUnit.SECONDS));
     }
 
     @Test
