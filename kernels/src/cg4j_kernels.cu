@@ -1,17 +1,6 @@
 // cudagraph4j kernels: every extern "C" instance shipped in the cubins.
 // Parameter lists, launch shapes and the naming scheme: kernels/README.md.
-#include "cg4j/sgemm_simt.cuh"
-#include "cg4j/sgemm_tensor_op.cuh"
-#include "cg4j/sgemm_wgmma.cuh"
-#include "cg4j/gemv/kernel/gemv_half.cuh"
-
-using cg4j::GemmShape;
-using cg4j::ThreadShape;
-using cg4j::layout::ColumnMajor;
-using cg4j::layout::RowMajor;
-
-#define CG4J_OUTPUT_OP_LINCOMB cg4j::epilogue::thread::LinearCombination
-#define CG4J_OUTPUT_OP_BIAS_RELU cg4j::epilogue::thread::LinearCombinationBiasRelu
+#include "cg4j/instances.cuh"
 
 #define CG4J_SGEMM(NAME, EPI, TBM, TBN, TBK, WM, WN, TM, TN, LAYOUT_B, ALIGN_B, STAGES, PAD_BN, MIN_BLOCKS)       \
   using NAME##_t = cg4j::SimtSgemm<GemmShape<TBM, TBN, TBK>, GemmShape<WM, WN, TBK>, ThreadShape<TM, TN>, \

@@ -3,18 +3,8 @@
 // manifest cannot drift from the cubins.
 #include <cstdio>
 
-#include "cg4j/sgemm_simt.cuh"
-#include "cg4j/sgemm_tensor_op.cuh"
-#include "cg4j/sgemm_wgmma.cuh"
-#include "cg4j/gemv/kernel/gemv_half.cuh"
+#include "cg4j/instances.cuh"
 
-using cg4j::GemmShape;
-using cg4j::ThreadShape;
-using cg4j::layout::ColumnMajor;
-using cg4j::layout::RowMajor;
-
-#define CG4J_OUTPUT_OP_LINCOMB cg4j::epilogue::thread::LinearCombination
-#define CG4J_OUTPUT_OP_BIAS_RELU cg4j::epilogue::thread::LinearCombinationBiasRelu
 #define CG4J_FAMILY_LINCOMB "sgemm_lincomb"
 #define CG4J_FAMILY_BIAS_RELU "sgemm_bias_relu"
 #define CG4J_GEMV_FAMILY_LINCOMB "gemv_lincomb"
