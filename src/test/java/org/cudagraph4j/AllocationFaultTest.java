@@ -2,6 +2,7 @@ package org.cudagraph4j;
 
 import static org.cudagraph4j.FaultChecks.assertCudaMessage;
 import static org.cudagraph4j.FaultChecks.assertHealthy;
+import static org.cudagraph4j.FaultChecks.assertRefused;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -56,35 +57,33 @@ class AllocationFaultTest {
 
     @Test
     void sizeOverflowIsRefusedBeforeTheRuntime() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> gpu.device().allocate(ElementType.FLOAT32, Long.MAX_VALUE).close());
-        assertEquals(Long.MAX_VALUE + " x FLOAT32 is more than " + Long.MAX_VALUE + " bytes", e.getMessage());
+        assertRefused(IllegalArgumentException.class,
+                () -> gpu.device().allocate(ElementType.FLOAT32, Long.MAX_VALUE).close(),
+                Long.MAX_VALUE + " x FLOAT32 is more than " + Long.MAX_VALUE + " bytes");
         long justOver = Long.MAX_VALUE / 8 + 1;
-        IllegalArgumentException doubles = assertThrows(IllegalArgumentException.class,
-                () -> gpu.device().allocate(ElementType.FLOAT64, justOver).close());
-        assertEquals(justOver + " x FLOAT64 is more than " + Long.MAX_VALUE + " bytes", doubles.getMessage());
+        assertRefused(IllegalArgumentException.class,
+                () -> gpu.device().allocate(ElementType.FLOAT64, justOver).close(),
+                justOver + " x FLOAT64 is more than " + Long.MAX_VALUE + " bytes");
         assertHealthy(gpu);
     }
 
     @ParameterizedTest(name = "length {0}")
     @ValueSource(longs = {0, -1, Long.MIN_VALUE})
     void nonPositiveLengthIsRefused(long length) {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> gpu.device().allocate(ElementType.FLOAT32, length).close());
-        assertEquals("length must be positive, got " + length, e.getMessage());
-        IllegalArgumentException pinned = assertThrows(IllegalArgumentException.class,
-                () -> Cuda.allocatePinned(length).close());
-        assertEquals("byteSize must be positive, got " + length, pinned.getMessage());
+        assertRefused(IllegalArgumentException.class, () -> gpu.device().allocate(ElementType.FLOAT32, length).close(),
+                "length must be positive, got " + length);
+        assertRefused(IllegalArgumentException.class, () -> Cuda.allocatePinned(length).close(),
+                "byteSize must be positive, got " + length);
         assertHealthy(gpu);
     }
 
     @Test
     void noSuchDeviceIsRefused() {
         int count = Cuda.deviceCount();
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Cuda.device(count));
-        assertEquals("no CUDA device " + count + ": this machine has " + count, e.getMessage());
-        IllegalArgumentException negative = assertThrows(IllegalArgumentException.class, () -> Cuda.device(-1));
-        assertEquals("no CUDA device -1: this machine has " + count, negative.getMessage());
+        assertRefused(IllegalArgumentException.class, () -> Cuda.device(count),
+                "no CUDA device " + count + ": this machine has " + count);
+        assertRefused(IllegalArgumentException.class, () -> Cuda.device(-1),
+                "no CUDA device -1: this machine has " + count);
         assertHealthy(gpu);
     }
 
@@ -95,8 +94,8 @@ class AllocationFaultTest {
                     () -> buffer.slice(95, 10));
             assertSame(IndexOutOfBoundsException.class, range.getClass());
             assertEquals("Range [95, 95 + 10) out of bounds for length 100", range.getMessage());
-            IllegalArgumentException empty = assertThrows(IllegalArgumentException.class, () -> buffer.slice(3, 0));
-            assertEquals("a slice needs at least one element", empty.getMessage());
+            assertRefused(IllegalArgumentException.class, () -> buffer.slice(3, 0),
+                    "a slice needs at least one element");
         }
         assertHealthy(gpu);
     }

@@ -5,6 +5,7 @@ import static org.cudagraph4j.FaultChecks.N;
 import static org.cudagraph4j.FaultChecks.THREAD_TIMEOUT;
 import static org.cudagraph4j.FaultChecks.assertExecWritesPattern;
 import static org.cudagraph4j.FaultChecks.assertHealthy;
+import static org.cudagraph4j.FaultChecks.assertRefused;
 import static org.cudagraph4j.FaultChecks.assertSaxpyComputesOn;
 import static org.cudagraph4j.FaultChecks.assertStreamRecoveredFromCapture;
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
@@ -203,9 +204,9 @@ class CaptureFaultTest {
         try (DeviceBuffer out = gpu.device().allocateFloats(N)) {
             CudaGraph graph;
             try (StreamCapture capture = StreamCapture.begin(gpu.stream(), CaptureMode.GLOBAL)) {
-                IllegalStateException e = assertThrows(IllegalStateException.class,
-                        () -> StreamCapture.begin(gpu.stream(), CaptureMode.RELAXED).close());
-                assertEquals("stream is already capturing: GLOBAL capture on " + gpu.stream(), e.getMessage());
+                assertRefused(IllegalStateException.class,
+                        () -> StreamCapture.begin(gpu.stream(), CaptureMode.RELAXED).close(),
+                        "stream is already capturing: GLOBAL capture on " + gpu.stream());
                 assertEquals(CaptureStatus.ACTIVE, gpu.stream().captureStatus());
                 gpu.writePattern().launch(gpu.stream(), CONFIG, out, N, 2f, 7f);
                 graph = capture.end();

@@ -3,6 +3,7 @@ package org.cudagraph4j;
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -11,6 +12,7 @@ import org.cudagraph4j.error.CudaError;
 import org.cudagraph4j.error.CudaException;
 import org.cudagraph4j.graph.CudaGraph;
 import org.cudagraph4j.graph.GraphExec;
+import org.junit.jupiter.api.function.Executable;
 
 /**
  * What the fault tests ({@code *FaultTest}) share. Every fault test provokes one fault, checks the
@@ -86,6 +88,13 @@ final class FaultChecks {
                 fail(what + ": element " + i + " is " + values[i] + ", expected " + (i * scale + offset));
             }
         }
+    }
+
+    /** {@code call} throws a {@code type} (or a subclass), whose message is {@code message}; returns it. */
+    static <T extends Throwable> T assertRefused(Class<T> type, Executable call, String message) {
+        T refusal = assertThrows(type, call);
+        assertEquals(message, refusal.getMessage());
+        return refusal;
     }
 
     static void assertAllNaN(DeviceBuffer buffer, String what) {

@@ -4,6 +4,7 @@ import static org.cudagraph4j.FaultChecks.CONFIG;
 import static org.cudagraph4j.FaultChecks.N;
 import static org.cudagraph4j.FaultChecks.assertExecWritesPattern;
 import static org.cudagraph4j.FaultChecks.assertHealthy;
+import static org.cudagraph4j.FaultChecks.assertRefused;
 import static org.cudagraph4j.FaultChecks.patternGraph;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -91,9 +92,8 @@ class GraphUpdateFaultTest {
                 CudaGraph other = patternGraph(gpu, out, 2f, 1f); GraphExec exec = original.instantiate()) {
             GraphNode foreign = other.nodes().get(0);
             KernelLaunch params = foreign.kernelParams().orElseThrow();
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> exec.updateKernelNode(foreign, params));
-            assertEquals(foreign + " is not a node of the graph this executable was made from", e.getMessage());
+            assertRefused(IllegalArgumentException.class, () -> exec.updateKernelNode(foreign, params),
+                    foreign + " is not a node of the graph this executable was made from");
             assertExecWritesPattern(gpu, exec, out, 0.5f, 4f);
         }
         assertHealthy(gpu);
@@ -106,9 +106,8 @@ class GraphUpdateFaultTest {
             graph.addKernel(KernelLaunch.of(gpu.writePattern(), CONFIG, out, N, 0.5f, 6f), memset);
             try (GraphExec exec = graph.instantiate()) {
                 KernelLaunch params = KernelLaunch.of(gpu.writePattern(), CONFIG, out, N, 2f, 0f);
-                IllegalStateException e = assertThrows(IllegalStateException.class,
-                        () -> exec.updateKernelNode(memset, params));
-                assertEquals("node 0 is a MEMSET node, not KERNEL", e.getMessage());
+                assertRefused(IllegalStateException.class, () -> exec.updateKernelNode(memset, params),
+                        "node 0 is a MEMSET node, not KERNEL");
                 assertExecWritesPattern(gpu, exec, out, 0.5f, 6f);
             }
         }
@@ -124,9 +123,8 @@ class GraphUpdateFaultTest {
                 GraphExec exec = graph.instantiate()) {
             GraphNode node = graph.nodes().get(0);
             KernelLaunch params = node.kernelParams().orElseThrow().withArguments(doomed, N, 1f, 0f);
-            IllegalStateException e = assertThrows(IllegalStateException.class,
-                    () -> exec.updateKernelNode(node, params));
-            assertEquals(doomedName + " is closed", e.getMessage());
+            assertRefused(IllegalStateException.class, () -> exec.updateKernelNode(node, params),
+                    doomedName + " is closed");
             assertExecWritesPattern(gpu, exec, out, 0.5f, 4f);
         }
         assertHealthy(gpu);
@@ -136,9 +134,8 @@ class GraphUpdateFaultTest {
     void instantiateWithUploadButNoStreamIsRefused() {
         try (DeviceBuffer out = gpu.device().allocateFloats(N); CudaGraph graph = patternGraph(gpu, out, 1f, 0f)) {
             LiveResources before = Cuda.liveResources();
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> graph.instantiate(InstantiateFlag.UPLOAD).close());
-            assertEquals("InstantiateFlag.UPLOAD needs a stream: use instantiate(stream, flags)", e.getMessage());
+            assertRefused(IllegalArgumentException.class, () -> graph.instantiate(InstantiateFlag.UPLOAD).close(),
+                    "InstantiateFlag.UPLOAD needs a stream: use instantiate(stream, flags)");
             assertEquals(before, Cuda.liveResources());
         }
         assertHealthy(gpu);
@@ -150,11 +147,9 @@ class GraphUpdateFaultTest {
                 DeviceBuffer big = gpu.device().allocateFloats(16);
                 DeviceBuffer small = gpu.device().allocateFloats(8)) {
             GraphNode inA = a.addEmpty();
-            IllegalArgumentException foreign = assertThrows(IllegalArgumentException.class, () -> b.addEmpty(inA));
-            assertEquals(inA + " belongs to another graph", foreign.getMessage());
-            IllegalArgumentException copy = assertThrows(IllegalArgumentException.class,
-                    () -> b.addMemcpy(big, small));
-            assertEquals("memcpy node: destination has 64 bytes but source has 32", copy.getMessage());
+            assertRefused(IllegalArgumentException.class, () -> b.addEmpty(inA), inA + " belongs to another graph");
+            assertRefused(IllegalArgumentException.class, () -> b.addMemcpy(big, small),
+                    "memcpy node: destination has 64 bytes but source has 32");
             assertTrue(b.nodes().isEmpty());
         }
         assertHealthy(gpu);

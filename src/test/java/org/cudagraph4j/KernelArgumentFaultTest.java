@@ -4,6 +4,7 @@ import static org.cudagraph4j.FaultChecks.CONFIG;
 import static org.cudagraph4j.FaultChecks.N;
 import static org.cudagraph4j.FaultChecks.assertAllNaN;
 import static org.cudagraph4j.FaultChecks.assertHealthy;
+import static org.cudagraph4j.FaultChecks.assertRefused;
 import static org.cudagraph4j.FaultChecks.assertPattern;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -68,9 +69,9 @@ class KernelArgumentFaultTest {
     void oneShotLaunchRefusesBadArgumentsBeforeTheGpuSeesThem(BadArguments bad) {
         try (DeviceBuffer out = gpu.device().allocateFloats(N)) {
             out.memset(0xFF);
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> gpu.writePattern().launch(gpu.stream(), CONFIG, bad.arguments().apply(out)));
-            assertEquals(bad.message(), e.getMessage());
+            assertRefused(IllegalArgumentException.class,
+                    () -> gpu.writePattern().launch(gpu.stream(), CONFIG, bad.arguments().apply(out)),
+                    bad.message());
             gpu.stream().synchronize();
             assertAllNaN(out, "a refused launch");
         }
@@ -82,9 +83,9 @@ class KernelArgumentFaultTest {
     void preparedArgumentsRefuseBadArgumentsAndAllocateNothing(BadArguments bad) {
         try (DeviceBuffer out = gpu.device().allocateFloats(N)) {
             LiveResources before = Cuda.liveResources();
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> gpu.writePattern().arguments(bad.arguments().apply(out)).close());
-            assertEquals(bad.message(), e.getMessage());
+            assertRefused(IllegalArgumentException.class,
+                    () -> gpu.writePattern().arguments(bad.arguments().apply(out)).close(),
+                    bad.message());
             assertEquals(before, Cuda.liveResources(), "a refused argument block must not stay allocated");
         }
         assertHealthy(gpu);
@@ -96,9 +97,7 @@ class KernelArgumentFaultTest {
         try (DeviceBuffer out = gpu.device().allocateFloats(N); CudaGraph graph = CudaGraph.create()) {
             KernelLaunch params = new KernelLaunch(gpu.writePattern(), CONFIG,
                     Arrays.asList(bad.arguments().apply(out)));
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> graph.addKernel(params));
-            assertEquals(bad.message(), e.getMessage());
+            assertRefused(IllegalArgumentException.class, () -> graph.addKernel(params), bad.message());
             assertTrue(graph.nodes().isEmpty(), "a refused node must not be added");
         }
         assertHealthy(gpu);
@@ -112,9 +111,8 @@ class KernelArgumentFaultTest {
                     () -> arguments.set(2, 0.5));
             assertEquals("kernel write_pattern, parameter 2 is 4 bytes but the argument is a Double (8 bytes)",
                     size.getMessage());
-            IllegalArgumentException nul = assertThrows(IllegalArgumentException.class,
-                    () -> arguments.set(3, null));
-            assertEquals("kernel write_pattern, parameter 3: argument is null", nul.getMessage());
+            assertRefused(IllegalArgumentException.class, () -> arguments.set(3, null),
+                    "kernel write_pattern, parameter 3: argument is null");
             assertEquals(List.of(out, N, 0.5f, 2f), arguments.values());
 
             out.memset(0xFF);
@@ -130,9 +128,8 @@ class KernelArgumentFaultTest {
         try (DeviceBuffer out = gpu.device().allocateFloats(N);
                 KernelArguments arguments = gpu.writePattern().arguments(out, N, 1f, 0f)) {
             out.memset(0xFF);
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> gpu.saxpy().launch(gpu.stream(), CONFIG, arguments));
-            assertEquals("arguments were prepared for kernel write_pattern, not saxpy", e.getMessage());
+            assertRefused(IllegalArgumentException.class, () -> gpu.saxpy().launch(gpu.stream(), CONFIG, arguments),
+                    "arguments were prepared for kernel write_pattern, not saxpy");
             gpu.stream().synchronize();
             assertAllNaN(out, "a launch with another kernel's arguments");
         }
@@ -149,10 +146,10 @@ class KernelArgumentFaultTest {
             // reached the GPU would write into it.
             try (DeviceBuffer survivor = gpu.device().allocateFloats(N)) {
                 survivor.memset(0xFF);
-                IllegalStateException e = assertThrows(IllegalStateException.class,
-                        () -> gpu.writePattern().launch(gpu.stream(), CONFIG, arguments));
-                assertEquals("kernel write_pattern, argument 0: " + doomedName
-                        + " is closed; a launch must not touch freed memory", e.getMessage());
+                assertRefused(IllegalStateException.class,
+                        () -> gpu.writePattern().launch(gpu.stream(), CONFIG, arguments),
+                        "kernel write_pattern, argument 0: " + doomedName
+                                + " is closed; a launch must not touch freed memory");
                 gpu.stream().synchronize();
                 gpu.device().synchronize();
                 assertAllNaN(survivor, "the buffer allocated after the refused launch's buffer was closed");
@@ -167,9 +164,9 @@ class KernelArgumentFaultTest {
         String doomedName = doomed.toString();
         doomed.close();
         try (CudaGraph graph = CudaGraph.create()) {
-            IllegalStateException e = assertThrows(IllegalStateException.class, () -> graph.addKernel(
-                    KernelLaunch.of(gpu.writePattern(), CONFIG, doomed, N, 1f, 0f)));
-            assertEquals(doomedName + " is closed", e.getMessage());
+            assertRefused(IllegalStateException.class,
+                    () -> graph.addKernel( KernelLaunch.of(gpu.writePattern(), CONFIG, doomed, N, 1f, 0f)),
+                    doomedName + " is closed");
             assertTrue(graph.nodes().isEmpty());
         }
         assertHealthy(gpu);

@@ -4,6 +4,7 @@ import static org.cudagraph4j.FaultChecks.N;
 import static org.cudagraph4j.FaultChecks.assertAllNaN;
 import static org.cudagraph4j.FaultChecks.assertCudaMessage;
 import static org.cudagraph4j.FaultChecks.assertHealthy;
+import static org.cudagraph4j.FaultChecks.assertRefused;
 import static org.cudagraph4j.FaultChecks.assertSaxpyComputesOn;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -30,26 +31,24 @@ class LaunchShapeFaultTest {
     void gridDimensionZeroIsRefusedByDim3() {
         // The runtime would answer cudaErrorInvalidConfiguration; Dim3 refuses a 0 component
         // before any launch can be built, which is the library's documented contract.
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Dim3.of(0));
-        assertEquals("every Dim3 component must be at least 1, got (0, 1, 1)", e.getMessage());
-        IllegalArgumentException y = assertThrows(IllegalArgumentException.class, () -> Dim3.of(4, 0));
-        assertEquals("every Dim3 component must be at least 1, got (4, 0, 1)", y.getMessage());
+        assertRefused(IllegalArgumentException.class, () -> Dim3.of(0),
+                "every Dim3 component must be at least 1, got (0, 1, 1)");
+        assertRefused(IllegalArgumentException.class, () -> Dim3.of(4, 0),
+                "every Dim3 component must be at least 1, got (4, 0, 1)");
         assertHealthy(gpu);
     }
 
     @Test
     void blockOfMoreThan1024ThreadsIsRefusedByLaunchConfig() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> LaunchConfig.of(Dim3.of(1), Dim3.of(32, 33)));
-        assertEquals("a block has at most 1024 threads, but {32,33} has 1056", e.getMessage());
+        assertRefused(IllegalArgumentException.class, () -> LaunchConfig.of(Dim3.of(1), Dim3.of(32, 33)),
+                "a block has at most 1024 threads, but {32,33} has 1056");
         assertHealthy(gpu);
     }
 
     @Test
     void negativeDynamicSharedMemoryIsRefusedByLaunchConfig() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> LaunchConfig.of(Dim3.of(1), Dim3.of(32), -1));
-        assertEquals("sharedMemBytes must not be negative, got -1", e.getMessage());
+        assertRefused(IllegalArgumentException.class, () -> LaunchConfig.of(Dim3.of(1), Dim3.of(32), -1),
+                "sharedMemBytes must not be negative, got -1");
         assertHealthy(gpu);
     }
 

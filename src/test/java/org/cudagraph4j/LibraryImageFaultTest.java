@@ -2,6 +2,7 @@ package org.cudagraph4j;
 
 import static org.cudagraph4j.FaultChecks.assertCudaMessage;
 import static org.cudagraph4j.FaultChecks.assertHealthy;
+import static org.cudagraph4j.FaultChecks.assertRefused;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -76,21 +77,17 @@ class LibraryImageFaultTest {
 
     @Test
     void nullNameOrImageIsRefused() {
-        NullPointerException name = assertThrows(NullPointerException.class,
-                () -> CudaLibrary.load(null, new byte[16]).close());
-        assertEquals("name", name.getMessage());
-        NullPointerException image = assertThrows(NullPointerException.class,
-                () -> CudaLibrary.load("no image", null).close());
-        assertEquals("image", image.getMessage());
+        assertRefused(NullPointerException.class, () -> CudaLibrary.load(null, new byte[16]).close(), "name");
+        assertRefused(NullPointerException.class, () -> CudaLibrary.load("no image", null).close(), "image");
         assertHealthy(gpu);
     }
 
     @Test
     void missingResourceIsRefusedAndNamed() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> CudaLibrary.loadResource(TestData.class, "no_such.fatbin").close());
-        assertEquals("no resource no_such.fatbin next to org.cudagraph4j.TestData (in a named module, pass"
-                + " MethodHandles.lookup() instead of a class, or open its package)", e.getMessage());
+        assertRefused(IllegalArgumentException.class,
+                () -> CudaLibrary.loadResource(TestData.class, "no_such.fatbin").close(),
+                "no resource no_such.fatbin next to org.cudagraph4j.TestData (in a named module, pass"
+                        + " MethodHandles.lookup() instead of a class, or open its package)");
         assertHealthy(gpu);
     }
 

@@ -5,6 +5,7 @@ import static org.cudagraph4j.FaultChecks.N;
 import static org.cudagraph4j.FaultChecks.assertAllNaN;
 import static org.cudagraph4j.FaultChecks.assertExecWritesPattern;
 import static org.cudagraph4j.FaultChecks.assertHealthy;
+import static org.cudagraph4j.FaultChecks.assertRefused;
 import static org.cudagraph4j.FaultChecks.assertStreamRecoveredFromCapture;
 import static org.cudagraph4j.FaultChecks.patternGraph;
 import static org.junit.jupiter.api.Assertions.assertAll;
@@ -43,17 +44,14 @@ class UseAfterCloseFaultTest {
         assertFalse(closed.isOpen());
         assertEquals(before, Cuda.liveResources(), "closing twice destroys the stream once");
 
-        IllegalStateException sync = assertThrows(IllegalStateException.class, closed::synchronize);
-        assertEquals(name + " is closed", sync.getMessage());
+        assertRefused(IllegalStateException.class, closed::synchronize, name + " is closed");
         assertTrue(name.startsWith("CudaStream 0x") && name.endsWith(" on device " + gpu.device().ordinal()), name);
         try (DeviceBuffer out = gpu.device().allocateFloats(N)) {
             out.memset(0xFF);
-            IllegalStateException valid = assertThrows(IllegalStateException.class,
-                    () -> gpu.writePattern().launch(closed, CONFIG, out, N, 1f, 0f));
-            assertEquals(name + " is closed", valid.getMessage());
-            IllegalStateException capture = assertThrows(IllegalStateException.class,
-                    () -> StreamCapture.begin(closed, CaptureMode.GLOBAL));
-            assertEquals(name + " is closed", capture.getMessage());
+            assertRefused(IllegalStateException.class, () -> gpu.writePattern().launch(closed, CONFIG, out, N, 1f, 0f),
+                    name + " is closed");
+            assertRefused(IllegalStateException.class, () -> StreamCapture.begin(closed, CaptureMode.GLOBAL),
+                    name + " is closed");
             assertAllNaN(out, "a launch on a closed stream");
         }
         assertHealthy(gpu);
@@ -133,12 +131,9 @@ class UseAfterCloseFaultTest {
         String name = buffer.toString();
         buffer.close();
         assertFalse(slice.isOpen());
-        IllegalStateException address = assertThrows(IllegalStateException.class, slice::address);
-        assertEquals(name + " is closed", address.getMessage());
-        IllegalStateException copy = assertThrows(IllegalStateException.class, () -> slice.copyFrom(data));
-        assertEquals(name + " is closed", copy.getMessage());
-        IllegalStateException subSlice = assertThrows(IllegalStateException.class, () -> slice.slice(0, 1));
-        assertEquals(name + " is closed", subSlice.getMessage());
+        assertRefused(IllegalStateException.class, slice::address, name + " is closed");
+        assertRefused(IllegalStateException.class, () -> slice.copyFrom(data), name + " is closed");
+        assertRefused(IllegalStateException.class, () -> slice.slice(0, 1), name + " is closed");
         assertEquals("slice [40, 50) of " + name, slice.toString());
         assertHealthy(gpu);
     }
@@ -158,17 +153,14 @@ class UseAfterCloseFaultTest {
         IllegalStateException read = assertThrows(IllegalStateException.class,
                 () -> segment.get(ValueLayout.JAVA_FLOAT, 0));
         assertEquals("Already closed", read.getMessage()); // the FFM API's own message for a closed arena
-        IllegalStateException write = assertThrows(IllegalStateException.class,
-                () -> pinned.segment().fill((byte) 0));
-        assertEquals("Already closed", write.getMessage());
+        assertRefused(IllegalStateException.class, () -> pinned.segment().fill((byte) 0), "Already closed");
         try (DeviceBuffer buffer = gpu.device().allocateFloats(16)) {
             buffer.memset(0xFF);
             IllegalStateException copy = assertThrows(IllegalStateException.class,
                     () -> buffer.copyFromAsync(segment, gpu.stream()));
             assertEquals("the host segment's arena is closed", copy.getMessage());
-            IllegalStateException copyBack = assertThrows(IllegalStateException.class,
-                    () -> buffer.copyToAsync(segment, gpu.stream()));
-            assertEquals("the host segment's arena is closed", copyBack.getMessage());
+            assertRefused(IllegalStateException.class, () -> buffer.copyToAsync(segment, gpu.stream()),
+                    "the host segment's arena is closed");
             gpu.stream().synchronize();
             assertAllNaN(buffer, "a refused copy from closed pinned memory");
         }
@@ -221,8 +213,8 @@ class UseAfterCloseFaultTest {
             IllegalStateException launch = assertThrows(IllegalStateException.class,
                     () -> gpu.writePattern().launch(gpu.stream(), CONFIG, arguments));
             assertEquals("KernelArguments for write_pattern are closed", launch.getMessage());
-            IllegalStateException set = assertThrows(IllegalStateException.class, () -> arguments.set(1, 8));
-            assertEquals("KernelArguments for write_pattern are closed", set.getMessage());
+            assertRefused(IllegalStateException.class, () -> arguments.set(1, 8),
+                    "KernelArguments for write_pattern are closed");
             gpu.stream().synchronize();
             assertAllNaN(out, "a launch with closed arguments");
         }
@@ -268,8 +260,7 @@ class UseAfterCloseFaultTest {
             out.memset(0xFF);
             IllegalStateException launch = assertThrows(IllegalStateException.class, () -> exec.launch(gpu.stream()));
             assertEquals(name + " is closed", launch.getMessage());
-            IllegalStateException upload = assertThrows(IllegalStateException.class, () -> exec.upload(gpu.stream()));
-            assertEquals(name + " is closed", upload.getMessage());
+            assertRefused(IllegalStateException.class, () -> exec.upload(gpu.stream()), name + " is closed");
             IllegalStateException update = assertThrows(IllegalStateException.class, () -> exec.update(graph));
             assertEquals(name + " is closed", update.getMessage());
             assertEquals(before, Cuda.liveResources(), "a refused update holds nothing");
@@ -287,8 +278,7 @@ class UseAfterCloseFaultTest {
             gpu.writePattern().launch(gpu.stream(), CONFIG, out, N, 0.5f, 1f);
             try (CudaGraph graph = capture.end()) {
                 assertEquals(1, graph.nodes().size());
-                IllegalStateException again = assertThrows(IllegalStateException.class, capture::end);
-                assertEquals("capture already ended: " + description, again.getMessage());
+                assertRefused(IllegalStateException.class, capture::end, "capture already ended: " + description);
                 assertTrue(description.contains("GLOBAL capture on " + gpu.stream()), description);
                 capture.close(); // after end: nothing to do
                 capture.close();
@@ -308,8 +298,7 @@ class UseAfterCloseFaultTest {
         capture.close();
         capture.close();
         assertEquals(CaptureStatus.NONE, gpu.stream().captureStatus());
-        IllegalStateException e = assertThrows(IllegalStateException.class, capture::end);
-        assertEquals("capture already ended: " + description, e.getMessage());
+        assertRefused(IllegalStateException.class, capture::end, "capture already ended: " + description);
         assertStreamRecoveredFromCapture(gpu, gpu.stream());
     }
 }
