@@ -1,23 +1,51 @@
 package org.cudagraph4j.benchmarks.server;
 
+import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The model on the CPU, one virtual thread per request, in its element type as
- * {@link MlpWeights#forward} computes it: for machines without a GPU, and for tests.
+ * The model on the CPU, in its element type as {@link MlpWeights#forward} computes it: for machines
+ * without a GPU, and for tests.
+ *
+ * <p>Forward passes run on a fixed pool of platform threads of their own, never on the virtual
+ * threads' carriers that serve HTTP, so a long computation cannot starve the health endpoints. A
+ * request is computed {@link #ROWS_PER_STEP} rows at a time, and a request whose future was
+ * cancelled (its deadline passed) stops between two steps, or never starts.
  */
 public final class CpuBackend extends MlpBackend {
-    private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
+    /** Rows computed between two checks for cancellation. */
+    static final int ROWS_PER_STEP = 64;
+
+    private final ExecutorService executor;
+    private final AtomicInteger computing = new AtomicInteger();
 
     /**
-     * Serves {@code model} on the CPU.
+     * Serves {@code model} on the CPU, a compute thread per processor.
      *
      * @param model the weights
      */
     public CpuBackend(MlpWeights model) {
+        this(model, Runtime.getRuntime().availableProcessors());
+    }
+
+    /**
+     * Serves {@code model} on the CPU with {@code threads} compute threads.
+     *
+     * @param model the weights
+     * @param threads the platform threads that run forward passes, at least 1
+     */
+    public CpuBackend(MlpWeights model, int threads) {
         super(model);
+        if (threads < 1) {
+            throw new IllegalArgumentException("threads must be positive, got " + threads);
+        }
+        this.executor = new ThreadPoolExecutor(threads, threads, 0, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+                Thread.ofPlatform().daemon().name("cpu-backend-", 0).factory());
     }
 
     @Override
@@ -25,13 +53,52 @@ public final class CpuBackend extends MlpBackend {
         return !executor.isShutdown();
     }
 
+    /** Forward passes running now, for tests. */
+    int computing() {
+        return computing.get();
+    }
+
     @Override
     public CompletableFuture<float[]> infer(float[] rows) {
-        return CompletableFuture.supplyAsync(() -> model.forward(rows), executor);
+        CompletableFuture<float[]> answer = new CompletableFuture<>();
+        executor.execute(() -> {
+            if (answer.isDone()) {
+                return; // cancelled before it started
+            }
+            computing.incrementAndGet();
+            try {
+                int width = model.inputWidth();
+                int n = rows.length / width;
+                if (n <= ROWS_PER_STEP) {
+                    answer.complete(model.forward(rows));
+                    return;
+                }
+                float[] out = new float[n * model.outputWidth()];
+                for (int r = 0; r < n; r += ROWS_PER_STEP) {
+                    if (answer.isDone()) {
+                        return; // cancelled: its deadline passed
+                    }
+                    int end = Math.min(n, r + ROWS_PER_STEP);
+                    float[] step = model.forward(Arrays.copyOfRange(rows, r * width, end * width));
+                    System.arraycopy(step, 0, out, r * model.outputWidth(), step.length);
+                }
+                answer.complete(out);
+            } catch (Throwable t) {
+                answer.completeExceptionally(t);
+            } finally {
+                computing.decrementAndGet();
+            }
+        });
+        return answer;
     }
 
     @Override
     public void close() {
-        executor.close();
+        executor.shutdownNow();
+        try {
+            executor.awaitTermination(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 }

@@ -27,7 +27,12 @@ import java.util.Locale;
 import java.util.Optional;
 import java.util.Queue;
 import java.util.Set;
+import java.time.Duration;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Helidon's HTTP/1.1 connections, with what they lack for this server in front of them:
@@ -39,6 +44,11 @@ import java.util.concurrent.ExecutorService;
  *   <li>Chunked request bodies are framed strictly: chunk data must be followed by CRLF (Helidon
  *       skips any two bytes there). A body framed otherwise fails as it is read, which the server
  *       answers {@code 400} with {@code Connection: close}, closing the connection.
+ *   <li>A request head must arrive whole within the header timeout, counted from when the connection
+ *       starts waiting for it (when it opens, or when Helidon, done with the previous request, reads
+ *       on); past it the connection is closed. Helidon 4.5 does not time out a stalled read of a
+ *       request head, so without this a client that never ends its headers, or never sends any,
+ *       would hold its connection forever.
  * </ul>
  *
  * <p>The request bytes are followed as they pass (request head, then a body of
@@ -51,10 +61,15 @@ final class Http1Framing implements ServerConnectionSelector {
     private static final int MAX_HEAD = 64 << 10;
     private static final int MAX_LINE = 4096;
 
-    private final Http1ConnectionSelector helidon;
+    private static final ScheduledExecutorService DEADLINES = Executors.newSingleThreadScheduledExecutor(
+            Thread.ofPlatform().name("http1-header-deadline").daemon().factory());
 
-    Http1Framing(Http1Config config) {
+    private final Http1ConnectionSelector helidon;
+    private final Duration headerTimeout;
+
+    Http1Framing(Http1Config config, Duration headerTimeout) {
         this.helidon = Http1ConnectionSelector.builder().config(config).build();
+        this.headerTimeout = headerTimeout;
     }
 
     @Override
@@ -79,7 +94,7 @@ final class Http1Framing implements ServerConnectionSelector {
 
     @Override
     public ServerConnection connection(ConnectionContext ctx) {
-        return helidon.connection(new Context(ctx));
+        return helidon.connection(new Context(ctx, headerTimeout));
     }
 
     /** The connection's context, its reader and writer replaced by the framing ones. */
@@ -88,10 +103,11 @@ final class Http1Framing implements ServerConnectionSelector {
         private final DataReader reader;
         private final DataWriter writer;
 
-        Context(ConnectionContext ctx) {
+        Context(ConnectionContext ctx, Duration headerTimeout) {
             this.ctx = ctx;
             Queue<Boolean> answers = new ArrayDeque<>();
             Requests requests = new Requests(ctx.dataReader(), host(ctx.localPeer()), answers);
+            requests.headDeadline(headerTimeout, () -> ctx.serverSocket().close());
             this.reader = new DataReader(requests::next);
             this.writer = new Answers(ctx.dataWriter(), answers);
         }
@@ -181,6 +197,12 @@ final class Http1Framing implements ServerConnectionSelector {
         private State state = State.HEAD;
         private long remaining;
         private boolean failed;
+        /** Request heads passed on so far. */
+        private long heads;
+        private Duration headerTimeout;
+        private Runnable close;
+        /** The pending close of a connection whose head is late, or null while no head is awaited. */
+        private ScheduledFuture<?> headDeadline;
 
         Requests(DataReader socket, String host, Queue<Boolean> answers) {
             this.socket = socket;
@@ -188,8 +210,30 @@ final class Http1Framing implements ServerConnectionSelector {
             this.answers = answers;
         }
 
+        /** From now on, a head that does not arrive whole within {@code timeout} runs {@code close}. */
+        void headDeadline(Duration timeout, Runnable close) {
+            this.headerTimeout = timeout;
+            this.close = close;
+        }
+
         /** The next bytes for Helidon; throws once the bytes so far are passed on and the framing failed. */
         byte[] next() {
+            try {
+                return nextBytes();
+            } catch (RuntimeException | Error e) {
+                cancelDeadline();
+                throw e;
+            }
+        }
+
+        private void cancelDeadline() {
+            if (headDeadline != null) {
+                headDeadline.cancel(false);
+                headDeadline = null;
+            }
+        }
+
+        private byte[] nextBytes() {
             ByteArrayOutputStream out = new ByteArrayOutputStream();
             while (out.size() == 0) {
                 if (failed) {
@@ -201,12 +245,21 @@ final class Http1Framing implements ServerConnectionSelector {
                             .message("chunk data is not followed by CRLF")
                             .build();
                 }
+                if (state == State.HEAD && headDeadline == null && close != null) {
+                    // Helidon reads for a head only once it is done with the previous request.
+                    headDeadline = DEADLINES.schedule(close, headerTimeout.toNanos(), TimeUnit.NANOSECONDS);
+                }
                 socket.ensureAvailable();
                 byte[] in = socket.readBytes(socket.available());
                 if (state == State.AS_IS) {
+                    cancelDeadline(); // Helidon's to refuse
                     return in;
                 }
+                long before = heads;
                 follow(in, out);
+                if (heads != before || state != State.HEAD) {
+                    cancelDeadline();
+                }
             }
             return out.toByteArray();
         }
@@ -347,6 +400,7 @@ final class Http1Framing implements ServerConnectionSelector {
                 text = rewritten.append("\r\n").toString();
             }
             answers.add(http10);
+            heads++;
             out.writeBytes(text.getBytes(StandardCharsets.ISO_8859_1));
             if (chunked) {
                 state = State.CHUNK_SIZE;

@@ -51,22 +51,34 @@ public interface InferenceBackend extends AutoCloseable {
      *     unchanged until the future completes
      * @param output room for {@code n * outputWidth()} elements of {@link #elementType()} in native byte order
      * @return the future, completed with {@code output} once it holds the answer; it fails as
-     *     {@link #infer(float[])}'s does
+     *     {@link #infer(float[])}'s does, and cancelling it cancels the computation
      */
     default CompletableFuture<MemorySegment> infer(MemorySegment rows, MemorySegment output) {
         ElementType type = elementType();
+        CompletableFuture<float[]> computed;
+        CompletableFuture<MemorySegment> written;
         if (type == ElementType.FLOAT32) {
-            return infer(rows.toArray(ValueLayout.JAVA_FLOAT_UNALIGNED)).thenApply(answer -> {
+            computed = infer(rows.toArray(ValueLayout.JAVA_FLOAT_UNALIGNED));
+            written = computed.thenApply(answer -> {
                 MemorySegment.copy(answer, 0, output, ValueLayout.JAVA_FLOAT_UNALIGNED, 0, answer.length);
                 return output;
             });
+        } else {
+            computed = infer(HalfFloats.toFloats(rows.toArray(ValueLayout.JAVA_SHORT_UNALIGNED), type));
+            written = computed.thenApply(answer -> {
+                // The answer holds values of the format, so narrowing it back is exact.
+                MemorySegment.copy(HalfFloats.fromFloats(answer, type), 0, output, ValueLayout.JAVA_SHORT_UNALIGNED,
+                        0, answer.length);
+                return output;
+            });
         }
-        return infer(HalfFloats.toFloats(rows.toArray(ValueLayout.JAVA_SHORT_UNALIGNED), type)).thenApply(answer -> {
-            // The answer holds values of the format, so narrowing it back is exact.
-            MemorySegment.copy(HalfFloats.fromFloats(answer, type), 0, output, ValueLayout.JAVA_SHORT_UNALIGNED, 0,
-                    answer.length);
-            return output;
+        // Cancelling the answer (a request past its deadline) cancels the computation it waits for.
+        written.whenComplete((answer, failure) -> {
+            if (written.isCancelled()) {
+                computed.cancel(false);
+            }
         });
+        return written;
     }
 
     /**

@@ -73,7 +73,7 @@ public final class InferenceServer implements AutoCloseable {
                 .shutdownHook(false) // the command line stops it, draining first
                 // Helidon's HTTP/1.1, behind the framing that serves HTTP/1.0 and checks chunked bodies.
                 .protocolsDiscoverServices(false)
-                .addConnectionSelector(new Http1Framing(Http1Config.create()))
+                .addConnectionSelector(new Http1Framing(Http1Config.create(), limits.headerTimeout()))
                 .useNio(false).idleConnectionTimeout(limits.readTimeout())
                 .idleConnectionPeriod(limits.readTimeout().dividedBy(4))
                 // Without TCP_NODELAY (Helidon's default leaves Nagle on), a large binary answer's last
@@ -81,8 +81,7 @@ public final class InferenceServer implements AutoCloseable {
                 // binary mix had a p50 of 42 ms at 800 requests/s and more. aiohttp sets it by default.
                 .connectionOptions(options -> options.tcpNoDelay(true))
                 // A client that never finishes its headers costs a connection (a virtual thread and a
-                // socket), never engine resources: Helidon 4.5 does not time out a stalled read of the
-                // prologue, so the connections are bounded instead.
+                // socket) until the header timeout closes it (Http1Framing), never engine resources.
                 .maxTcpConnections(limits.maxConnections())
                 .directHandlers(MalformedHttp.handlers())
                 .routing(routing -> routing.addFilter(InferenceServer::closeWhenAnswerSaysSo).register(service)
@@ -124,6 +123,11 @@ public final class InferenceServer implements AutoCloseable {
         if (res.isSent() && res.headers().contains(HeaderValues.CONNECTION_CLOSE)) {
             throw new CloseConnectionException("the answer closes the connection");
         }
+    }
+
+    /** The memory budget's bytes that requests hold now ({@code --max-buffered-bytes}), to the KiB. */
+    long heldBytes() {
+        return service.heldBytes();
     }
 
     /** The port the server listens on. */

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.helidon.http.HeaderNames;
 import io.helidon.http.Status;
+import io.helidon.webserver.CloseConnectionException;
 import io.helidon.webserver.http.HttpRules;
 import io.helidon.webserver.http.HttpService;
 import io.helidon.webserver.http.ServerRequest;
@@ -69,11 +70,15 @@ import org.cudagraph4j.serving.EngineMetrics;
 final class InferenceService implements HttpService {
     private static final String JSON_TYPE = "application/json";
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final int READ_CHUNK = 64 << 10;
+    private static final int READ_CHUNK = 8 << 10;
+    /** A body's first buffer; it grows as bytes arrive, never from what a header claims. */
+    private static final int FIRST_BUFFER = 4 << 10;
+    /** The encoded JSON answer's bytes per value, reckoned: about 12 characters, and room to grow its buffer. */
+    private static final long JSON_ANSWER_BYTES = 24;
     /** The most of a refused request's body read and dropped to keep its answer deliverable. */
     private static final long DRAIN_BYTES = 64L << 20;
     private static final ScheduledExecutorService WATCHDOG = Executors.newSingleThreadScheduledExecutor(
-            Thread.ofPlatform().name("inference-read-watchdog").daemon().factory());
+            Thread.ofPlatform().name("inference-watchdog").daemon().factory());
 
     /** The backend's model's name and the backend, or null for a server of a generator only. */
     private final String modelName;
@@ -84,8 +89,13 @@ final class InferenceService implements HttpService {
     private final ServerLimits limits;
     private final ServerMetrics metrics;
     private final Semaphore inFlight;
-    /** Request-body bytes held now, in KiB (a semaphore's permits are ints). */
+    /**
+     * The memory budget ({@code --max-buffered-bytes}) left, in KiB (a semaphore's permits are ints):
+     * bodies as they arrive, then each request's reckoned footprint until its answer is written.
+     */
     private final Semaphore bufferedKib;
+    /** Set once serving hit a {@link VirtualMachineError} (out of memory): not live, not ready. */
+    private volatile Throwable broken;
     private final AtomicInteger running = new AtomicInteger();
     private volatile boolean draining;
 
@@ -132,7 +142,10 @@ final class InferenceService implements HttpService {
                 : List.of("binary_tensor_data", "generate");
         rules.get("/v2", (req, res) -> send(res, Status.OK_200,
                         KServeProtocol.serverMetadata("cudagraph4j", Cuda.libraryVersion(), extensions)))
-                .get("/v2/health/live", (req, res) -> json(res, Status.OK_200, "{\"live\":true}"))
+                .get("/v2/health/live", (req, res) -> {
+                    boolean live = broken == null;
+                    json(res, live ? Status.OK_200 : Status.SERVICE_UNAVAILABLE_503, "{\"live\":" + live + "}");
+                })
                 .get("/v2/health/ready", (req, res) -> {
                     boolean ready = ready();
                     json(res, ready ? Status.OK_200 : Status.SERVICE_UNAVAILABLE_503, "{\"ready\":" + ready + "}");
@@ -165,11 +178,28 @@ final class InferenceService implements HttpService {
     }
 
     private boolean backendReady() {
-        return !draining && (backend == null || backend.ready());
+        return !draining && broken == null && (backend == null || backend.ready());
     }
 
     private boolean generatorReady() {
-        return !draining && (generator == null || generator.ready());
+        return !draining && broken == null && (generator == null || generator.ready());
+    }
+
+    /** The budget's bytes held now by requests, to the KiB. */
+    long heldBytes() {
+        return (kib(limits.maxBufferedBytes()) - bufferedKib.availablePermits()) << 10;
+    }
+
+    /**
+     * Records that serving hit {@code error} (out of memory, say): from now on the server is neither
+     * live nor ready, so that an orchestrator replaces it.
+     */
+    private void broke(Throwable error) {
+        if (broken == null) {
+            broken = error;
+            System.getLogger(InferenceService.class.getName()).log(System.Logger.Level.ERROR,
+                    "serving failed; the server now reports itself not live and not ready", error);
+        }
     }
 
     private boolean generative(String name) {
@@ -296,6 +326,9 @@ final class InferenceService implements HttpService {
         if (draining) {
             return new Refusal(Status.SERVICE_UNAVAILABLE_503, "the server is shutting down");
         }
+        if (broken != null) {
+            return new Refusal(Status.SERVICE_UNAVAILABLE_503, "the server is unhealthy: " + broken);
+        }
         if (!inFlight.tryAcquire()) {
             return new Refusal(Status.SERVICE_UNAVAILABLE_503, "the server has " + limits.maxInFlight()
                     + " inference requests in flight, its limit (--max-in-flight); try again later");
@@ -303,13 +336,19 @@ final class InferenceService implements HttpService {
         return null;
     }
 
-    /** Serves an inference request that has passed the path checks; the status it was answered with. */
+    /**
+     * Serves an inference request that has passed the path checks; the status it was answered with.
+     * The body is read first, its bytes counted against the memory budget as they arrive; only then
+     * does the request take an in-flight slot and reserve, before it is parsed, the memory it will
+     * hold until its answer is written, reckoned from the body's size ({@link #footprint}). Both are
+     * given back once the answer is written, or its writing failed.
+     */
     private int inferCounted(ServerRequest req, ServerResponse res) {
-        Refusal refused = admit();
-        if (refused != null) {
-            return refuse(req, res, refused.status(), refused.message());
+        if (draining) {
+            return refuse(req, res, Status.SERVICE_UNAVAILABLE_503, "the server is shutting down");
         }
         int heldKib = 0;
+        boolean admitted = false;
         ServerEvents.Infer event = new ServerEvents.Infer();
         event.begin();
         long startedAt = System.nanoTime();
@@ -319,14 +358,27 @@ final class InferenceService implements HttpService {
             if (read.refusal() != null) {
                 return refuse(req, res, read.refusal().status(), read.refusal().message());
             }
+            Refusal refused = admit();
+            if (refused != null) {
+                return error(res, refused.status(), refused.message());
+            }
+            admitted = true;
+            String headerLength = req.headers().first(HeaderNames.create(KServeProtocol.HEADER_LENGTH)).orElse(null);
+            int wanted = (int) kib(footprint(read.bytes().length, headerLength != null, false));
+            if (wanted > heldKib) {
+                if (!bufferedKib.tryAcquire(wanted - heldKib)) {
+                    return error(res, Status.SERVICE_UNAVAILABLE_503, busy().message());
+                }
+                heldKib = wanted;
+            }
             long readAt = System.nanoTime();
-            KServeProtocol.Request request = protocol.parse(read.bytes(),
-                    req.headers().first(HeaderNames.create(KServeProtocol.HEADER_LENGTH)).orElse(null));
+            KServeProtocol.Request request = protocol.parse(read.bytes(), headerLength);
             long parsedAt = System.nanoTime();
-            // The budget bounds bodies being read; while a request waits, --max-in-flight bounds what it
-            // holds (its rows, which for binary data are its body's bytes, and its response's).
-            bufferedKib.release(heldKib);
-            heldKib = 0;
+            // Now that the rows are known, hold what this request needs, no more.
+            int needed = (int) Math.min(heldKib, kib(read.bytes().length
+                    + footprintOfRows(request.rows(), request.binaryOutput())));
+            bufferedKib.release(heldKib - needed);
+            heldKib = needed;
             if (!backendReady()) {
                 return error(res, Status.SERVICE_UNAVAILABLE_503, draining ? "the server is shutting down"
                         : "the model is not ready");
@@ -339,7 +391,7 @@ final class InferenceService implements HttpService {
             } else {
                 res.header(KServeProtocol.HEADER_LENGTH, Integer.toString(response.headerLength()));
                 res.header(HeaderNames.CONTENT_TYPE, "application/octet-stream");
-                res.status(Status.OK_200).send(response.body());
+                sendWithin(res, Status.OK_200, response.body());
             }
             if (event.shouldCommit()) {
                 event.readNanos = readAt - startedAt;
@@ -355,10 +407,36 @@ final class InferenceService implements HttpService {
             return error(res, Status.create(e.status), e.getMessage());
         } catch (Unavailable e) {
             return error(res, Status.SERVICE_UNAVAILABLE_503, e.getMessage());
+        } catch (VirtualMachineError e) {
+            broke(e);
+            return error(res, Status.SERVICE_UNAVAILABLE_503, "the server is unhealthy: " + e);
         } finally {
             bufferedKib.release(heldKib);
-            inFlight.release();
+            if (admitted) {
+                inFlight.release();
+            }
         }
+    }
+
+    /**
+     * The most memory a request of {@code bodyBytes} can hold until its answer is written, reckoned
+     * from its size alone: the body; its values (at least 2 bytes each in JSON, the element's size in
+     * binary data), parsed as floats and copied once for the backend; and per output value the
+     * backend's answer, the output buffer and the encoded answer (JSON unless told otherwise).
+     */
+    long footprint(long bodyBytes, boolean binaryInput, boolean binaryOutput) {
+        long values = Math.min(limits.maxElements(), binaryInput ? bodyBytes / backend.elementType().byteSize()
+                : bodyBytes / 2 + 1);
+        long rows = Math.min(limits.maxRows(), (values + backend.inputWidth() - 1) / backend.inputWidth());
+        return bodyBytes + footprintOfRows(rows, binaryOutput);
+    }
+
+    /** What {@code rows} rows hold beyond the body: see {@link #footprint}. */
+    private long footprintOfRows(long rows, boolean binaryOutput) {
+        long inputs = rows * backend.inputWidth();
+        long outputs = rows * backend.outputWidth();
+        return inputs * Float.BYTES * 2
+                + outputs * (Float.BYTES * 2 + (binaryOutput ? backend.elementType().byteSize() : JSON_ANSWER_BYTES));
     }
 
     private void generate(ServerRequest req, ServerResponse res, boolean streaming) {
@@ -384,17 +462,22 @@ final class InferenceService implements HttpService {
 
     /** Serves a generate request that has passed the path checks, within the inference limits. */
     private int generateCounted(ServerRequest req, ServerResponse res, boolean streaming) {
-        Refusal refused = admit();
-        if (refused != null) {
-            return refuse(req, res, refused.status(), refused.message());
+        if (draining) {
+            return refuse(req, res, Status.SERVICE_UNAVAILABLE_503, "the server is shutting down");
         }
         int heldKib = 0;
+        boolean admitted = false;
         try {
             Body read = readBody(req);
             heldKib = read.heldKib();
             if (read.refusal() != null) {
                 return refuse(req, res, read.refusal().status(), read.refusal().message());
             }
+            Refusal refused = admit();
+            if (refused != null) {
+                return error(res, refused.status(), refused.message());
+            }
+            admitted = true;
             GenerateProtocol.Request request = GenerateProtocol.parse(read.bytes(), streaming);
             bufferedKib.release(heldKib);
             heldKib = 0;
@@ -405,9 +488,14 @@ final class InferenceService implements HttpService {
             return streaming ? stream(res, request) : complete(res, request);
         } catch (KServeProtocol.ProtocolException e) {
             return error(res, Status.create(e.status), e.getMessage());
+        } catch (VirtualMachineError e) {
+            broke(e);
+            return error(res, Status.SERVICE_UNAVAILABLE_503, "the server is unhealthy: " + e);
         } finally {
             bufferedKib.release(heldKib);
-            inFlight.release();
+            if (admitted) {
+                inFlight.release();
+            }
         }
     }
 
@@ -550,23 +638,22 @@ final class InferenceService implements HttpService {
     }
 
     /**
-     * Reads the body within {@link ServerLimits#readTimeout()}, counting its bytes against the
-     * buffered-bytes budget as they arrive (or all at once when the length is declared).
+     * Reads the body within {@link ServerLimits#readTimeout()}, into a buffer that grows as its bytes
+     * arrive (never sized from the declared length), each growth counted against the memory budget.
      */
     private Body readBody(ServerRequest req, long declared) {
-        int held = 0;
-        if (declared >= 0) {
-            held = (int) kib(declared);
-            if (!bufferedKib.tryAcquire(held)) {
-                return new Body(null, busy(), 0);
-            }
+        long most = declared >= 0 ? declared : limits.maxBodyBytes() + 1;
+        int first = (int) Math.min(most, FIRST_BUFFER);
+        int held = (int) kib(first);
+        if (!bufferedKib.tryAcquire(held)) {
+            return new Body(null, busy(), 0);
         }
         // A read that blocks past the deadline is ended by interrupting this (virtual) thread, which
         // closes the connection: a client that stops sending holds nothing of the server's past it.
         ReadDeadline deadline = new ReadDeadline(Thread.currentThread());
         ScheduledFuture<?> watchdog = WATCHDOG.schedule(deadline::expire, limits.readTimeout().toNanos(),
                 TimeUnit.NANOSECONDS);
-        byte[] buffer = new byte[(int) Math.min(declared >= 0 ? declared : READ_CHUNK, limits.maxBodyBytes() + 1)];
+        byte[] buffer = new byte[first];
         int size = 0;
         try (InputStream in = req.content().inputStream()) {
             while (declared < 0 || size < declared) {
@@ -575,7 +662,7 @@ final class InferenceService implements HttpService {
                         return new Body(null, new Refusal(Status.REQUEST_ENTITY_TOO_LARGE_413, "the request body is "
                                 + "over the limit of " + limits.maxBodyBytes() + " bytes (--max-body-bytes)"), held);
                     }
-                    int grown = (int) Math.min(Math.max(2L * size, READ_CHUNK), limits.maxBodyBytes() + 1);
+                    int grown = (int) Math.min(2L * size, most);
                     int more = (int) kib(grown) - held;
                     if (more > 0) {
                         if (!bufferedKib.tryAcquire(more)) {
@@ -638,7 +725,7 @@ final class InferenceService implements HttpService {
 
     private Refusal busy() {
         return new Refusal(Status.SERVICE_UNAVAILABLE_503, "the server holds its limit of "
-                + limits.maxBufferedBytes() + " bytes of request bodies (--max-buffered-bytes); try again later");
+                + limits.maxBufferedBytes() + " bytes for requests in flight (--max-buffered-bytes); try again later");
     }
 
     /** A backend that cannot answer now: saturated, unhealthy, closing or too slow. */
@@ -665,6 +752,10 @@ final class InferenceService implements HttpService {
             throw new Unavailable("no answer within " + limits.requestTimeout() + " (--request-timeout)");
         } catch (ExecutionException e) {
             // Saturated (a full queue), unhealthy, timed out in the engine, closed, or its batch failed.
+            if (e.getCause() instanceof VirtualMachineError error) {
+                broke(error);
+                throw new Unavailable("the server is unhealthy: " + error);
+            }
             throw new Unavailable(String.valueOf(e.getCause().getMessage()));
         } catch (CancellationException e) {
             throw new Unavailable("the request was cancelled");
@@ -676,6 +767,9 @@ final class InferenceService implements HttpService {
 
     /** The last resort for an exception no handler expected: still JSON, and logged with its trace. */
     void unexpected(ServerRequest req, ServerResponse res, Throwable failure) {
+        if (failure instanceof VirtualMachineError error) {
+            broke(error);
+        }
         System.getLogger(InferenceService.class.getName()).log(System.Logger.Level.ERROR,
                 "unexpected failure serving " + req.path().rawPath(), failure);
         error(res, Status.INTERNAL_SERVER_ERROR_500, "internal error: " + failure);
@@ -685,11 +779,11 @@ final class InferenceService implements HttpService {
         return (bytes + 1023) >> 10;
     }
 
-    private static void json(ServerResponse res, Status status, String json) {
+    private void json(ServerResponse res, Status status, String json) {
         send(res, status, json.getBytes(StandardCharsets.UTF_8));
     }
 
-    private static int error(ServerResponse res, Status status, String message) {
+    private int error(ServerResponse res, Status status, String message) {
         return send(res, status, KServeProtocol.error(message));
     }
 
@@ -729,9 +823,32 @@ final class InferenceService implements HttpService {
         }
     }
 
-    private static int send(ServerResponse res, Status status, byte[] body) {
+    private int send(ServerResponse res, Status status, byte[] body) {
         res.header(HeaderNames.CONTENT_TYPE, JSON_TYPE);
-        res.status(status).send(body);
+        return sendWithin(res, status, body);
+    }
+
+    /**
+     * Sends the answer within {@link ServerLimits#writeTimeout()}: a client that does not read it in
+     * time has its connection closed (the blocked write is ended by interrupting this virtual
+     * thread), so that it holds neither its in-flight slot nor its answer's memory past that.
+     */
+    private int sendWithin(ServerResponse res, Status status, byte[] body) {
+        ReadDeadline deadline = new ReadDeadline(Thread.currentThread());
+        ScheduledFuture<?> watchdog = WATCHDOG.schedule(deadline::expire, limits.writeTimeout().toNanos(),
+                TimeUnit.NANOSECONDS);
+        try {
+            res.status(status).send(body);
+        } catch (RuntimeException e) {
+            if (deadline.expired()) {
+                throw new CloseConnectionException("the client did not read its answer within "
+                        + limits.writeTimeout() + " (--write-timeout)", e);
+            }
+            throw e;
+        } finally {
+            watchdog.cancel(false);
+            deadline.finish();
+        }
         return status.code();
     }
 }

@@ -132,7 +132,9 @@ public final class ServerCommand implements Callable<Integer> {
     long maxBodyBytes = ServerLimits.defaults().maxBodyBytes();
 
     @Option(names = "--max-buffered-bytes", paramLabel = "N",
-            description = "Request-body bytes held at once by all requests; past it a 503.")
+            description = "Memory held at once by all inference requests: bodies as they arrive, then each "
+                    + "request's whole footprint (body, parsed values, output, encoded answer) reckoned from its "
+                    + "size until its answer is written; past it a 503 (256 MiB).")
     long maxBufferedBytes = ServerLimits.defaults().maxBufferedBytes();
 
     @Option(names = "--max-rows", paramLabel = "N", description = "Rows per request; more is a 400.")
@@ -141,10 +143,12 @@ public final class ServerCommand implements Callable<Integer> {
     @Option(names = "--max-elements", paramLabel = "N", description = "Values per request; more is a 400.")
     long maxElements = ServerLimits.defaults().maxElements();
 
-    @Option(names = "--max-in-flight", paramLabel = "N", description = "Inference requests at once; past it a 503.")
+    @Option(names = "--max-in-flight", paramLabel = "N",
+            description = "Inference requests whose body has arrived, at once; past it a 503 (1024).")
     int maxInFlight = ServerLimits.defaults().maxInFlight();
 
-    @Option(names = "--max-connections", paramLabel = "N", description = "TCP connections open at once.")
+    @Option(names = "--max-connections", paramLabel = "N",
+            description = "TCP connections open at once; past it new ones wait in the listen backlog (10000).")
     int maxConnections = ServerLimits.defaults().maxConnections();
 
     @Option(names = "--request-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
@@ -163,6 +167,21 @@ public final class ServerCommand implements Callable<Integer> {
     @Option(names = "--shutdown-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
             description = "How long a stop lets requests in flight finish (10s).")
     Duration shutdownTimeout = ServerLimits.defaults().shutdownTimeout();
+
+    @Option(names = "--header-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "How long a connection may take to send a whole request head, from when the server "
+                    + "waits for it (connection opened, or previous answer written); then it is closed (10s).")
+    Duration headerTimeout = ServerLimits.defaults().headerTimeout();
+
+    @Option(names = "--write-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "How long writing an answer may take; a client that does not read it loses its "
+                    + "connection, and its slot and memory are freed (30s).")
+    Duration writeTimeout = ServerLimits.defaults().writeTimeout();
+
+    @Option(names = "--compute-threads", paramLabel = "N",
+            description = "With --backend cpu: the platform threads that run the model, apart from those that "
+                    + "serve HTTP (one per processor).")
+    int computeThreads = ServerLimits.defaults().computeThreads();
 
     /** Counted down when the JVM begins to shut down ({@code SIGTERM}, {@code SIGINT}). */
     private final CountDownLatch stop = new CountDownLatch(1);
@@ -209,7 +228,7 @@ public final class ServerCommand implements Callable<Integer> {
     ServerLimits limits() {
         try {
             return new ServerLimits(maxBodyBytes, maxBufferedBytes, maxRows, maxElements, maxInFlight, maxConnections,
-                    requestTimeout, readTimeout, shutdownTimeout);
+                    requestTimeout, readTimeout, shutdownTimeout, headerTimeout, writeTimeout, computeThreads);
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
@@ -310,7 +329,7 @@ public final class ServerCommand implements Callable<Integer> {
         InferenceBackend served = null;
         String where = null;
         if (weights != null && backend == Backend.cpu) {
-            served = new CpuBackend(weights);
+            served = new CpuBackend(weights, computeThreads);
             where = "the CPU";
         } else if (weights != null) {
             ServingOptions options = ServingOptions.defaults();

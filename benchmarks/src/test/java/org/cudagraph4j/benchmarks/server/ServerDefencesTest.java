@@ -1,0 +1,282 @@
+package org.cudagraph4j.benchmarks.server;
+
+import static org.cudagraph4j.benchmarks.server.TestClient.error;
+import static org.cudagraph4j.benchmarks.server.TestClient.get;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The server against clients that try to exhaust it: its memory, its connections, its in-flight
+ * slots and its compute. Each attack runs on loopback against small limits, bounded in time, and
+ * each test checks that the server still answers and holds nothing afterwards.
+ */
+class ServerDefencesTest {
+    private static final int WIDTH = 512;
+    private final List<InferenceServer> servers = new ArrayList<>();
+
+    private InferenceServer start(InferenceBackend backend, ServerLimits limits) {
+        InferenceServer server = new InferenceServer("mlp", backend, 0, limits);
+        servers.add(server);
+        return server;
+    }
+
+    @AfterEach
+    void stop() {
+        servers.forEach(InferenceServer::close);
+    }
+
+    private static ServerLimits limits(long maxBody, long budget, int inFlight, Duration requestTimeout) {
+        return new ServerLimits(maxBody, budget, 4096, 4L << 20, inFlight, 2000, requestTimeout,
+                Duration.ofSeconds(5), Duration.ofSeconds(1));
+    }
+
+    /** A JSON request of {@code rows} rows of ones, written as {@code 1}: about 2 bytes a value. */
+    private static String ones(int rows) {
+        StringBuilder json = new StringBuilder(rows * WIDTH * 2 + 100)
+                .append("{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[").append(rows).append(',')
+                .append(WIDTH).append("],\"data\":[");
+        for (int i = 0; i < rows * WIDTH; i++) {
+            json.append(i == 0 ? "1" : ",1");
+        }
+        return json.append("]}]}").toString();
+    }
+
+    private static String one() {
+        return ones(1);
+    }
+
+    /** A backend that answers zeros after {@code millis}, off the caller's thread. */
+    private static TestBackend slowZeros(long millis) {
+        return new TestBackend(WIDTH, rows -> CompletableFuture.supplyAsync(() -> new float[rows.length],
+                CompletableFuture.delayedExecutor(millis, java.util.concurrent.TimeUnit.MILLISECONDS)));
+    }
+
+    private static void awaitNothingHeld(InferenceServer server) throws InterruptedException {
+        for (long deadline = System.nanoTime() + 5_000_000_000L; server.heldBytes() != 0
+                && System.nanoTime() < deadline; ) {
+            Thread.sleep(10);
+        }
+        assertEquals(0, server.heldBytes(), "budget bytes still held");
+    }
+
+    @Test
+    void oneBudgetBoundsWhatConcurrentLargeRequestsHoldFromBodyToAnswer() throws Exception {
+        long budget = 48L << 20;
+        InferenceServer server = start(slowZeros(200), limits(4L << 20, budget, 1024, Duration.ofSeconds(20)));
+        String big = ones(1024); // about 1 MiB of JSON, about 21 MiB reckoned from body to answer
+        AtomicLong peak = new AtomicLong();
+        AtomicBoolean done = new AtomicBoolean();
+        Thread sampler = Thread.ofPlatform().daemon().start(() -> {
+            while (!done.get()) {
+                peak.accumulateAndGet(server.heldBytes(), Math::max);
+                Thread.onSpinWait();
+            }
+        });
+        int ok = 0;
+        try (ExecutorService clients = Executors.newVirtualThreadPerTaskExecutor()) {
+            List<Future<HttpResponse<byte[]>>> answers = new ArrayList<>();
+            for (int i = 0; i < 40; i++) {
+                answers.add(clients.submit(() -> TestClient.infer(server, big)));
+            }
+            for (Future<HttpResponse<byte[]>> answer : answers) {
+                HttpResponse<byte[]> response = answer.get();
+                if (response.statusCode() == 200) {
+                    ok++;
+                    assertEquals(1024 * WIDTH, TestClient.json(response).path("outputs").get(0).path("data").size());
+                } else {
+                    assertEquals(503, response.statusCode());
+                    assertTrue(error(response).contains("(--max-buffered-bytes)"), error(response));
+                }
+            }
+        } finally {
+            done.set(true);
+            sampler.join();
+        }
+        assertTrue(ok >= 1, "some requests are served");
+        assertTrue(peak.get() <= budget, "held " + peak.get() + " bytes, over the budget of " + budget);
+        assertTrue(peak.get() > 16L << 20, "the budget counted what a request holds after parsing: " + peak.get());
+        awaitNothingHeld(server);
+        assertEquals(200, get(server, "/v2/health/live").statusCode());
+        assertEquals(200, TestClient.infer(server, one()).statusCode());
+    }
+
+    @Test
+    void aServerThatRanOutOfMemoryIsNeitherLiveNorReady() throws Exception {
+        TestBackend oom = new TestBackend(WIDTH, rows -> CompletableFuture.failedFuture(
+                new OutOfMemoryError("Java heap space (a test's)")));
+        InferenceServer server = start(oom, limits(1 << 20, 32L << 20, 16, Duration.ofSeconds(5)));
+        assertEquals(200, get(server, "/v2/health/live").statusCode());
+        HttpResponse<byte[]> failed = TestClient.infer(server, one());
+        assertEquals(503, failed.statusCode());
+        assertTrue(error(failed).contains("OutOfMemoryError"), error(failed));
+        assertEquals(503, get(server, "/v2/health/live").statusCode());
+        assertEquals("{\"live\":false}", new String(get(server, "/v2/health/live").body(), StandardCharsets.UTF_8));
+        assertEquals(503, get(server, "/v2/health/ready").statusCode());
+        assertEquals(503, get(server, "/v2/models/mlp/ready").statusCode());
+    }
+
+    /** Reads until the server closes the connection; how long that took, or -1 if it stayed open past {@code max}. */
+    private static long millisUntilClosed(Socket socket, Duration max) throws IOException {
+        long start = System.nanoTime();
+        socket.setSoTimeout((int) max.toMillis());
+        InputStream in = socket.getInputStream();
+        try {
+            while (in.read() >= 0) {
+                // an answer, if any; the close is what counts
+            }
+        } catch (SocketTimeoutException e) {
+            return -1;
+        } catch (IOException e) {
+            // reset: closed
+        }
+        return (System.nanoTime() - start) / 1_000_000;
+    }
+
+    private static Socket connect(InferenceServer server) throws IOException {
+        Socket socket = new Socket();
+        socket.connect(new InetSocketAddress("127.0.0.1", server.port()), 5000);
+        return socket;
+    }
+
+    @Test
+    void aRequestHeadThatDoesNotArriveInTimeClosesItsConnection() throws Exception {
+        ServerLimits limits = limits(1 << 20, 32L << 20, 16, Duration.ofSeconds(5))
+                .withTimeouts(Duration.ofMillis(500), Duration.ofSeconds(5));
+        InferenceServer server = start(slowZeros(0), limits);
+        try (Socket unfinished = connect(server); Socket silent = connect(server); Socket idle = connect(server)) {
+            unfinished.getOutputStream().write("GET /v2/health/ready HTTP/1.1\r\nHost: x\r\n"
+                    .getBytes(StandardCharsets.US_ASCII));
+            idle.getOutputStream().write("GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n"
+                    .getBytes(StandardCharsets.US_ASCII));
+            long unfinishedMillis = millisUntilClosed(unfinished, Duration.ofSeconds(5));
+            long silentMillis = millisUntilClosed(silent, Duration.ofSeconds(5));
+            long idleMillis = millisUntilClosed(idle, Duration.ofSeconds(5));
+            assertTrue(unfinishedMillis >= 0 && unfinishedMillis < 3000, "unfinished head held " + unfinishedMillis);
+            assertTrue(silentMillis >= 0, "a connection that sends nothing stayed open");
+            assertTrue(idleMillis >= 0, "an idle keep-alive connection stayed open");
+        }
+        assertEquals(200, TestClient.inferOnNewConnection(server, one()).statusCode());
+    }
+
+    @Test
+    void aHeadTimeoutDoesNotCutOffALongComputation() throws Exception {
+        ServerLimits limits = limits(1 << 20, 32L << 20, 16, Duration.ofSeconds(5))
+                .withTimeouts(Duration.ofMillis(300), Duration.ofSeconds(5));
+        InferenceServer server = start(slowZeros(1200), limits);
+        assertEquals(200, TestClient.inferOnNewConnection(server, one()).statusCode());
+    }
+
+    @Test
+    void declaredBodiesThatNeverArriveHoldNeitherSlotsNorBudget() throws Exception {
+        int inFlight = 4;
+        ServerLimits limits = new ServerLimits(8L << 20, 8L << 20, 4096, 4L << 20, inFlight, 2000,
+                Duration.ofSeconds(5), Duration.ofSeconds(20), Duration.ofSeconds(1));
+        InferenceServer server = start(slowZeros(0), limits);
+        List<Socket> claims = new ArrayList<>();
+        try {
+            for (int i = 0; i < 40; i++) {
+                Socket socket = connect(server);
+                claims.add(socket);
+                long declared = i % 2 == 0 ? 8L << 20 : 10;
+                socket.getOutputStream().write(("POST /v2/models/mlp/infer HTTP/1.1\r\nHost: x\r\nContent-Length: "
+                        + declared + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+            }
+            Thread.sleep(300); // every claim's handler waiting for its body
+            assertTrue(server.heldBytes() <= 40 * 4096, "claims hold " + server.heldBytes() + " bytes of the budget");
+            long start = System.nanoTime();
+            for (int i = 0; i < 2 * inFlight; i++) {
+                assertEquals(200, TestClient.inferOnNewConnection(server, one()).statusCode());
+            }
+            assertTrue((System.nanoTime() - start) / 1_000_000 < 5000, "served past the claims");
+        } finally {
+            for (Socket socket : claims) {
+                socket.close();
+            }
+        }
+        awaitNothingHeld(server);
+    }
+
+    @Test
+    void aClientThatDoesNotReadItsAnswerLosesItAtTheWriteTimeout() throws Exception {
+        ServerLimits limits = limits(8L << 20, 256L << 20, 1, Duration.ofSeconds(5))
+                .withTimeouts(Duration.ofSeconds(5), Duration.ofMillis(500));
+        InferenceServer server = start(slowZeros(0), limits);
+        byte[] body = ones(4096).getBytes(StandardCharsets.US_ASCII); // about 8 MiB of JSON answer
+        try (Socket reader = new Socket()) {
+            reader.setReceiveBufferSize(4096);
+            reader.connect(new InetSocketAddress("127.0.0.1", server.port()), 5000);
+            reader.getOutputStream().write(("POST /v2/models/mlp/infer HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                    + "application/json\r\nContent-Length: " + body.length + "\r\n\r\n")
+                    .getBytes(StandardCharsets.US_ASCII));
+            reader.getOutputStream().write(body);
+            reader.getOutputStream().flush();
+            // Never read: the one in-flight slot is given back once the write times out.
+            long start = System.nanoTime();
+            int status = TestClient.inferOnNewConnection(server, one()).statusCode();
+            while (status == 503 && System.nanoTime() - start < 5_000_000_000L) {
+                Thread.sleep(50);
+                status = TestClient.inferOnNewConnection(server, one()).statusCode();
+            }
+            assertEquals(200, status, "the stalled reader's slot was given back");
+            assertTrue((System.nanoTime() - start) / 1_000_000 < 4000, "within the write timeout and a little");
+            awaitNothingHeld(server);
+        }
+    }
+
+    @Test
+    void longComputationsLeaveLivenessAnsweredAndStopAtTheirDeadline() throws Exception {
+        CpuBackend cpu = new CpuBackend(MlpWeights.random(WIDTH, 4, 3), 2);
+        ServerLimits limits = limits(8L << 20, 512L << 20, 16, Duration.ofMillis(1500));
+        InferenceServer server = start(cpu, limits);
+        String big = ones(4096);
+        try (ExecutorService clients = Executors.newVirtualThreadPerTaskExecutor()) {
+            List<Future<HttpResponse<byte[]>>> answers = new ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                answers.add(clients.submit(() -> TestClient.infer(server, big)));
+            }
+            for (long deadline = System.nanoTime() + 5_000_000_000L; cpu.computing() < 2
+                    && System.nanoTime() < deadline; ) {
+                Thread.sleep(5);
+            }
+            assertEquals(2, cpu.computing(), "both compute threads busy");
+            for (long until = System.nanoTime() + 1_000_000_000L; System.nanoTime() < until; ) {
+                long start = System.nanoTime();
+                assertEquals(200, get(server, "/v2/health/live").statusCode());
+                long millis = (System.nanoTime() - start) / 1_000_000;
+                assertTrue(millis < 1000, "liveness took " + millis + " ms");
+                Thread.sleep(50);
+            }
+            for (Future<HttpResponse<byte[]>> answer : answers) {
+                HttpResponse<byte[]> response = answer.get();
+                assertEquals(503, response.statusCode());
+                assertEquals("no answer within PT1.5S (--request-timeout)", error(response));
+            }
+        }
+        // Past their deadline the requests stop costing: the compute threads are free within a step.
+        for (long deadline = System.nanoTime() + 2_000_000_000L; cpu.computing() > 0
+                && System.nanoTime() < deadline; ) {
+            Thread.sleep(10);
+        }
+        assertEquals(0, cpu.computing(), "forward passes still running past their deadline");
+        awaitNothingHeld(server);
+    }
+}
