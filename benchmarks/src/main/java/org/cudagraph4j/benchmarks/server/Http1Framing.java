@@ -29,8 +29,7 @@ import java.util.Queue;
 import java.util.Set;
 import java.time.Duration;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -61,8 +60,13 @@ final class Http1Framing implements ServerConnectionSelector {
     private static final int MAX_HEAD = 64 << 10;
     private static final int MAX_LINE = 4096;
 
-    private static final ScheduledExecutorService DEADLINES = Executors.newSingleThreadScheduledExecutor(
+    /** Closes connections whose head is late; a cancelled deadline leaves its queue at once. */
+    private static final ScheduledThreadPoolExecutor DEADLINES = new ScheduledThreadPoolExecutor(1,
             Thread.ofPlatform().name("http1-header-deadline").daemon().factory());
+
+    static {
+        DEADLINES.setRemoveOnCancelPolicy(true);
+    }
 
     private final Http1ConnectionSelector helidon;
     private final Duration headerTimeout;

@@ -25,10 +25,9 @@ import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
@@ -77,8 +76,13 @@ final class InferenceService implements HttpService {
     private static final long JSON_ANSWER_BYTES = 24;
     /** The most of a refused request's body read and dropped to keep its answer deliverable. */
     private static final long DRAIN_BYTES = 64L << 20;
-    private static final ScheduledExecutorService WATCHDOG = Executors.newSingleThreadScheduledExecutor(
+    /** Ends reads and writes past their timeouts; a cancelled deadline leaves its queue at once. */
+    private static final ScheduledThreadPoolExecutor WATCHDOG = new ScheduledThreadPoolExecutor(1,
             Thread.ofPlatform().name("inference-watchdog").daemon().factory());
+
+    static {
+        WATCHDOG.setRemoveOnCancelPolicy(true);
+    }
 
     /** The backend's model's name and the backend, or null for a server of a generator only. */
     private final String modelName;
@@ -364,7 +368,9 @@ final class InferenceService implements HttpService {
             }
             admitted = true;
             String headerLength = req.headers().first(HeaderNames.create(KServeProtocol.HEADER_LENGTH)).orElse(null);
-            int wanted = (int) kib(footprint(read.bytes().length, headerLength != null, false));
+            // Reckoned pessimistically from the size; a request reckoned past the whole budget runs alone.
+            int wanted = (int) Math.min(kib(footprint(read.bytes().length, headerLength != null, false)),
+                    kib(limits.maxBufferedBytes()));
             if (wanted > heldKib) {
                 if (!bufferedKib.tryAcquire(wanted - heldKib)) {
                     return error(res, Status.SERVICE_UNAVAILABLE_503, busy().message());
@@ -375,8 +381,13 @@ final class InferenceService implements HttpService {
             KServeProtocol.Request request = protocol.parse(read.bytes(), headerLength);
             long parsedAt = System.nanoTime();
             // Now that the rows are known, hold what this request needs, no more.
-            int needed = (int) Math.min(heldKib, kib(read.bytes().length
-                    + footprintOfRows(request.rows(), request.binaryOutput())));
+            long exact = read.bytes().length + footprintOfRows(request.rows(), request.binaryOutput());
+            if (exact > limits.maxBufferedBytes()) {
+                return error(res, Status.REQUEST_ENTITY_TOO_LARGE_413, "the request would hold " + exact
+                        + " bytes until answered, over the server's limit of " + limits.maxBufferedBytes()
+                        + " (--max-buffered-bytes)");
+            }
+            int needed = (int) Math.min(heldKib, kib(exact));
             bufferedKib.release(heldKib - needed);
             heldKib = needed;
             if (!backendReady()) {

@@ -152,7 +152,8 @@ public final class ServerCommand implements Callable<Integer> {
     int maxConnections = ServerLimits.defaults().maxConnections();
 
     @Option(names = "--request-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
-            description = "How long a request waits for its answer before a 503 (60s).")
+            description = "How long a request waits for its answer before a 503; its rows leave the engine's "
+                    + "queue, and on the CPU its computation stops (60s).")
     Duration requestTimeout = ServerLimits.defaults().requestTimeout();
 
     @Option(names = "--read-timeout", paramLabel = "DURATION", converter = DurationConverter.class,

@@ -7,9 +7,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryMXBean;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -78,11 +83,54 @@ class ServerDefencesTest {
         assertEquals(0, server.heldBytes(), "budget bytes still held");
     }
 
+    private static long heapAfterGc() throws InterruptedException {
+        MemoryMXBean memory = ManagementFactory.getMemoryMXBean();
+        long least = Long.MAX_VALUE;
+        for (int i = 0; i < 3; i++) {
+            System.gc();
+            Thread.sleep(50);
+            least = Math.min(least, memory.getHeapMemoryUsage().getUsed());
+        }
+        return least;
+    }
+
+    /**
+     * Sends {@code count} requests of {@code rows} rows at once, each on a connection of its own client
+     * (closed afterwards, so that nothing of it stays), and checks each answer: a 200 with the rows,
+     * or a 503 naming the budget. Returns how many were served.
+     */
+    private static int concurrently(InferenceServer server, int count, int rows) throws Exception {
+        byte[] body = ones(rows).getBytes(StandardCharsets.US_ASCII);
+        int ok = 0;
+        try (HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+             ExecutorService clients = Executors.newVirtualThreadPerTaskExecutor()) {
+            HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port()
+                    + "/v2/models/mlp/infer")).timeout(Duration.ofSeconds(30))
+                    .POST(HttpRequest.BodyPublishers.ofByteArray(body)).build();
+            List<Future<HttpResponse<byte[]>>> answers = new ArrayList<>();
+            for (int i = 0; i < count; i++) {
+                answers.add(clients.submit(() -> client.send(request, HttpResponse.BodyHandlers.ofByteArray())));
+            }
+            for (Future<HttpResponse<byte[]>> answer : answers) {
+                HttpResponse<byte[]> response = answer.get();
+                if (response.statusCode() == 200) {
+                    ok++;
+                    assertEquals(rows * WIDTH, TestClient.json(response).path("outputs").get(0).path("data").size());
+                } else {
+                    assertEquals(503, response.statusCode());
+                    assertTrue(error(response).contains("(--max-buffered-bytes)"), error(response));
+                }
+            }
+        }
+        return ok;
+    }
+
     @Test
     void oneBudgetBoundsWhatConcurrentLargeRequestsHoldFromBodyToAnswer() throws Exception {
-        long budget = 48L << 20;
+        long budget = 24L << 20;
         InferenceServer server = start(slowZeros(200), limits(4L << 20, budget, 1024, Duration.ofSeconds(20)));
-        String big = ones(1024); // about 1 MiB of JSON, about 21 MiB reckoned from body to answer
+        assertEquals(200, TestClient.infer(server, one()).statusCode());
+        long heapBefore = heapAfterGc();
         AtomicLong peak = new AtomicLong();
         AtomicBoolean done = new AtomicBoolean();
         Thread sampler = Thread.ofPlatform().daemon().start(() -> {
@@ -91,32 +139,33 @@ class ServerDefencesTest {
                 Thread.onSpinWait();
             }
         });
-        int ok = 0;
-        try (ExecutorService clients = Executors.newVirtualThreadPerTaskExecutor()) {
-            List<Future<HttpResponse<byte[]>>> answers = new ArrayList<>();
-            for (int i = 0; i < 40; i++) {
-                answers.add(clients.submit(() -> TestClient.infer(server, big)));
-            }
-            for (Future<HttpResponse<byte[]>> answer : answers) {
-                HttpResponse<byte[]> response = answer.get();
-                if (response.statusCode() == 200) {
-                    ok++;
-                    assertEquals(1024 * WIDTH, TestClient.json(response).path("outputs").get(0).path("data").size());
-                } else {
-                    assertEquals(503, response.statusCode());
-                    assertTrue(error(response).contains("(--max-buffered-bytes)"), error(response));
-                }
-            }
+        int ok;
+        try {
+            ok = concurrently(server, 40, 512); // each about 512 KiB of JSON, 10.5 MiB reckoned
         } finally {
             done.set(true);
             sampler.join();
         }
         assertTrue(ok >= 1, "some requests are served");
         assertTrue(peak.get() <= budget, "held " + peak.get() + " bytes, over the budget of " + budget);
-        assertTrue(peak.get() > 16L << 20, "the budget counted what a request holds after parsing: " + peak.get());
+        assertTrue(peak.get() > 8L << 20, "the budget counted what a request holds after parsing: " + peak.get());
         awaitNothingHeld(server);
         assertEquals(200, get(server, "/v2/health/live").statusCode());
         assertEquals(200, TestClient.infer(server, one()).statusCode());
+        long grown = heapAfterGc() - heapBefore;
+        assertTrue(grown < 32L << 20, "the heap stayed " + grown + " bytes above its level before");
+    }
+
+    @Test
+    void aRequestThatWouldHoldMoreThanTheWholeBudgetIsA413() throws Exception {
+        // 4 MiB of body may take: 1,024 rows of 512 values reckoned at about 21 MiB, over 8 MiB.
+        InferenceServer server = start(slowZeros(0), limits(4L << 20, 8L << 20, 16, Duration.ofSeconds(5)));
+        HttpResponse<byte[]> refused = TestClient.infer(server, ones(1024));
+        assertEquals(413, refused.statusCode());
+        assertTrue(error(refused).endsWith("bytes until answered, over the server's limit of 8388608 "
+                + "(--max-buffered-bytes)"), error(refused));
+        assertEquals(200, TestClient.infer(server, ones(16)).statusCode());
+        awaitNothingHeld(server);
     }
 
     @Test
@@ -162,7 +211,24 @@ class ServerDefencesTest {
         ServerLimits limits = limits(1 << 20, 32L << 20, 16, Duration.ofSeconds(5))
                 .withTimeouts(Duration.ofMillis(500), Duration.ofSeconds(5));
         InferenceServer server = start(slowZeros(0), limits);
-        try (Socket unfinished = connect(server); Socket silent = connect(server); Socket idle = connect(server)) {
+        try (Socket unfinished = connect(server); Socket silent = connect(server); Socket idle = connect(server);
+             Socket drip = connect(server)) {
+            // A byte every 50 ms: each arrives in time, the head as a whole does not.
+            Thread dripper = Thread.ofVirtual().start(() -> {
+                try {
+                    for (byte b : "GET /v2/health/live HTTP/1.1\r\nHost: x\r\nX-Slow: ".getBytes(
+                            StandardCharsets.US_ASCII)) {
+                        drip.getOutputStream().write(b);
+                        Thread.sleep(50);
+                    }
+                    while (true) {
+                        drip.getOutputStream().write('a');
+                        Thread.sleep(50);
+                    }
+                } catch (IOException | InterruptedException e) {
+                    // closed by the server
+                }
+            });
             unfinished.getOutputStream().write("GET /v2/health/ready HTTP/1.1\r\nHost: x\r\n"
                     .getBytes(StandardCharsets.US_ASCII));
             idle.getOutputStream().write("GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -173,6 +239,9 @@ class ServerDefencesTest {
             assertTrue(unfinishedMillis >= 0 && unfinishedMillis < 3000, "unfinished head held " + unfinishedMillis);
             assertTrue(silentMillis >= 0, "a connection that sends nothing stayed open");
             assertTrue(idleMillis >= 0, "an idle keep-alive connection stayed open");
+            long dripMillis = millisUntilClosed(drip, Duration.ofSeconds(5));
+            assertTrue(dripMillis >= 0, "a head sent a byte at a time stayed open");
+            dripper.join(5000);
         }
         assertEquals(200, TestClient.inferOnNewConnection(server, one()).statusCode());
     }
@@ -244,8 +313,9 @@ class ServerDefencesTest {
 
     @Test
     void longComputationsLeaveLivenessAnsweredAndStopAtTheirDeadline() throws Exception {
-        CpuBackend cpu = new CpuBackend(MlpWeights.random(WIDTH, 4, 3), 2);
-        ServerLimits limits = limits(8L << 20, 512L << 20, 16, Duration.ofMillis(1500));
+        // Each request alone is seconds of work: 4,096 rows through 8 layers of 512 x 512.
+        CpuBackend cpu = new CpuBackend(MlpWeights.random(WIDTH, 8, 3), 2);
+        ServerLimits limits = limits(8L << 20, 512L << 20, 16, Duration.ofMillis(2500));
         InferenceServer server = start(cpu, limits);
         String big = ones(4096);
         try (ExecutorService clients = Executors.newVirtualThreadPerTaskExecutor()) {
@@ -258,6 +328,7 @@ class ServerDefencesTest {
                 Thread.sleep(5);
             }
             assertEquals(2, cpu.computing(), "both compute threads busy");
+            Thread.sleep(400); // the other two requests parsed, waiting for a compute thread
             for (long until = System.nanoTime() + 1_000_000_000L; System.nanoTime() < until; ) {
                 long start = System.nanoTime();
                 assertEquals(200, get(server, "/v2/health/live").statusCode());
@@ -268,7 +339,7 @@ class ServerDefencesTest {
             for (Future<HttpResponse<byte[]>> answer : answers) {
                 HttpResponse<byte[]> response = answer.get();
                 assertEquals(503, response.statusCode());
-                assertEquals("no answer within PT1.5S (--request-timeout)", error(response));
+                assertEquals("no answer within PT2.5S (--request-timeout)", error(response));
             }
         }
         // Past their deadline the requests stop costing: the compute threads are free within a step.
