@@ -1,7 +1,9 @@
 package org.cudagraph4j.benchmarks.server;
 
 import java.util.Arrays;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -23,6 +25,8 @@ public final class CpuBackend extends MlpBackend {
 
     private final ExecutorService executor;
     private final AtomicInteger computing = new AtomicInteger();
+    /** The answers not yet given, to fail on closing. */
+    private final Set<CompletableFuture<float[]>> pending = ConcurrentHashMap.newKeySet();
 
     /**
      * Serves {@code model} on the CPU, a compute thread per processor.
@@ -61,6 +65,8 @@ public final class CpuBackend extends MlpBackend {
     @Override
     public CompletableFuture<float[]> infer(float[] rows) {
         CompletableFuture<float[]> answer = new CompletableFuture<>();
+        pending.add(answer);
+        answer.whenComplete((rows1, failure) -> pending.remove(answer));
         executor.execute(() -> {
             if (answer.isDone()) {
                 return; // cancelled before it started
@@ -92,9 +98,13 @@ public final class CpuBackend extends MlpBackend {
         return answer;
     }
 
+    /** Fails every answer not yet given (a computation running stops at its next step), then stops the threads. */
     @Override
     public void close() {
-        executor.shutdownNow();
+        executor.shutdown();
+        for (CompletableFuture<float[]> answer : pending) {
+            answer.completeExceptionally(new IllegalStateException("the CPU backend is closed"));
+        }
         try {
             executor.awaitTermination(10, TimeUnit.SECONDS);
         } catch (InterruptedException e) {

@@ -15,7 +15,8 @@ import java.time.Duration;
  * side of the Open Inference Protocol (KServe v2), through {@link InferenceService}, a generative
  * model through the protocol's generate extension, or one of each; its command line is
  * {@link ServerCommand}. HTTP/1.0 requests are answered in HTTP/1.0 and chunked bodies are framed
- * strictly, by {@link Http1Framing} in front of Helidon's HTTP/1.1.
+ * strictly, by {@link Http1Framing} in front of Helidon's HTTP/1.1, which also closes a connection
+ * whose request head does not arrive within {@link ServerLimits#headerTimeout()}.
  *
  * <p>Stopping is graceful ({@link #shutdown()}, also on {@code SIGTERM} from the command line):
  * readiness turns false and new inference requests are answered {@code 503}, requests in flight

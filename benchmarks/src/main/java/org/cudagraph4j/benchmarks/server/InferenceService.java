@@ -64,6 +64,13 @@ import org.cudagraph4j.serving.EngineMetrics;
  * A stream's events are written by the request's own thread from a queue the generator's thread
  * fills, and a client gone mid-stream cancels its generation at the next write.
  *
+ * <p>What a client can hold is bounded ({@link ServerLimits}): a body takes the memory budget as
+ * its bytes arrive, into a buffer that grows with them; once whole, the request takes an in-flight
+ * slot and reserves, before it is parsed, what it can hold until its answer is written, reckoned
+ * from the body's size; both are given back once the answer is written, which has a deadline of
+ * its own. A {@link VirtualMachineError} while serving (out of memory) makes the server report
+ * itself neither live nor ready from then on.
+ *
  * <p>Thread safety: handlers run concurrently, one virtual thread per request.
  */
 final class InferenceService implements HttpService {
@@ -234,7 +241,7 @@ final class InferenceService implements HttpService {
 
     private void prometheus(ServerRequest req, ServerResponse res) {
         res.header(HeaderNames.CONTENT_TYPE, ServerMetrics.contentType());
-        res.status(Status.OK_200).send(metrics.scrape());
+        sendWithin(res, Status.OK_200, metrics.scrape());
     }
 
     private void notAllowed(ServerRequest req, ServerResponse res, String allowed) {
@@ -577,6 +584,9 @@ final class InferenceService implements HttpService {
             res.header(HeaderNames.CONTENT_TYPE, "text/event-stream");
             res.header(HeaderNames.CACHE_CONTROL, "no-cache");
             res.status(Status.OK_200);
+            // Each event's write is bounded by the write timeout: a client that stops reading loses
+            // its connection, which cancels the generation.
+            Watch watch = watch(limits.writeTimeout());
             try (OutputStream out = res.outputStream()) {
                 while (true) {
                     switch (event) {
@@ -592,8 +602,12 @@ final class InferenceService implements HttpService {
                         default -> throw new AssertionError("not an event: " + event);
                     }
                     out.flush();
+                    watch.close();
                     event = next(events, generation);
+                    watch = watch(limits.writeTimeout());
                 }
+            } finally {
+                watch.close();
             }
         } catch (IOException | RuntimeException e) {
             // The client went away (Helidon's socket writes fail unchecked): the finally below frees
@@ -704,7 +718,20 @@ final class InferenceService implements HttpService {
         return new Body(size == buffer.length ? buffer : Arrays.copyOf(buffer, size), null, held);
     }
 
-    /** Interrupts a body's reader once, unless it has finished first. */
+    /** A deadline on this thread's blocking read or write; closing it ends it, at most once. */
+    private record Watch(ReadDeadline deadline, ScheduledFuture<?> watchdog) {
+        void close() {
+            watchdog.cancel(false);
+            deadline.finish();
+        }
+    }
+
+    private static Watch watch(Duration timeout) {
+        ReadDeadline deadline = new ReadDeadline(Thread.currentThread());
+        return new Watch(deadline, WATCHDOG.schedule(deadline::expire, timeout.toNanos(), TimeUnit.NANOSECONDS));
+    }
+
+    /** Interrupts a body's reader (or an answer's writer) once, unless it has finished first. */
     private static final class ReadDeadline {
         private final Thread reader;
         private boolean finished;

@@ -134,7 +134,7 @@ public final class ServerCommand implements Callable<Integer> {
     @Option(names = "--max-buffered-bytes", paramLabel = "N",
             description = "Memory held at once by all inference requests: bodies as they arrive, then each "
                     + "request's whole footprint (body, parsed values, output, encoded answer) reckoned from its "
-                    + "size until its answer is written; past it a 503 (256 MiB).")
+                    + "size until its answer is written; past it a 503 (256 MiB, at most half the heap).")
     long maxBufferedBytes = ServerLimits.defaults().maxBufferedBytes();
 
     @Option(names = "--max-rows", paramLabel = "N", description = "Rows per request; more is a 400.")

@@ -92,15 +92,24 @@ public record ServerLimits(long maxBodyBytes, long maxBufferedBytes, int maxRows
     }
 
     /**
-     * The defaults: 8 MiB bodies, 256 MiB of bodies at once, 4,096 rows and 4 Mi values per request,
+     * The defaults: 8 MiB bodies, 256 MiB for requests in flight (at most half the heap), 4,096 rows and 4 Mi values per request,
      * 1,024 requests in flight, 10,000 connections, 60 s to answer, 30 s for a body to arrive, 10 s
      * to drain on stop, 10 s for a request head, 30 s to write an answer, a compute thread per processor.
      *
      * @return them
      */
     public static ServerLimits defaults() {
-        return new ServerLimits(8L << 20, 256L << 20, 4096, 4L << 20, 1024, 10_000, Duration.ofSeconds(60),
+        return new ServerLimits(8L << 20, defaultBudget(), 4096, 4L << 20, 1024, 10_000, Duration.ofSeconds(60),
                 Duration.ofSeconds(30), Duration.ofSeconds(10));
+    }
+
+    /**
+     * The default {@code maxBufferedBytes}: 256 MiB, or half the heap this JVM may grow to where that
+     * is less (and at least the default body limit, 8 MiB), so that requests at the budget leave the
+     * server room to run.
+     */
+    private static long defaultBudget() {
+        return Math.max(8L << 20, Math.min(256L << 20, Runtime.getRuntime().maxMemory() / 2));
     }
 
     /**

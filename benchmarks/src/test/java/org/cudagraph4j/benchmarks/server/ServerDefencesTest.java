@@ -350,4 +350,24 @@ class ServerDefencesTest {
         assertEquals(0, cpu.computing(), "forward passes still running past their deadline");
         awaitNothingHeld(server);
     }
+
+    @Test
+    void theCpuBackendStopsCancelledWorkAndFailsWhatItHoldsOnClosing() throws Exception {
+        CpuBackend cpu = new CpuBackend(MlpWeights.random(WIDTH, 8, 4), 1);
+        float[] rows = new float[4096 * WIDTH];
+        CompletableFuture<float[]> running = cpu.infer(rows);
+        CompletableFuture<float[]> queued = cpu.infer(rows);
+        CompletableFuture<float[]> cancelled = cpu.infer(rows);
+        cancelled.cancel(false);
+        for (long deadline = System.nanoTime() + 5_000_000_000L; cpu.computing() == 0
+                && System.nanoTime() < deadline; ) {
+            Thread.sleep(5);
+        }
+        long start = System.nanoTime();
+        cpu.close();
+        long millis = (System.nanoTime() - start) / 1_000_000;
+        assertTrue(running.isCompletedExceptionally() && queued.isCompletedExceptionally(), "failed on closing");
+        assertEquals(0, cpu.computing());
+        assertTrue(millis < 2000, "closing waited " + millis + " ms for work it had failed");
+    }
 }
