@@ -112,6 +112,13 @@ class ServerCommandTest {
                 Duration.ofMinutes(1)), command.limits());
         assertEquals(ServerCommand.Backend.cpu, command.backend);
         assertThrows(ParameterException.class, () -> ServerCommand.parse("--model", "m", "--max-buffered-bytes", "1"));
+        ServerCommand timeouts = ServerCommand.parse("--model", "m", "--backend", "cpu", "--header-timeout", "3s",
+                "--write-timeout", "500ms", "--compute-threads", "2");
+        assertEquals(Duration.ofSeconds(3), timeouts.limits().headerTimeout());
+        assertEquals(Duration.ofMillis(500), timeouts.limits().writeTimeout());
+        assertEquals(2, timeouts.limits().computeThreads());
+        assertThrows(ParameterException.class, () -> ServerCommand.parse("--model", "m", "--compute-threads", "0"));
+        assertThrows(ParameterException.class, () -> ServerCommand.parse("--model", "m", "--header-timeout", "0s"));
     }
 
     @Test

@@ -247,6 +247,29 @@ class ServerDefencesTest {
     }
 
     @Test
+    void silentConnectionsFillingTheConnectionLimitAreEvictedAtTheHeaderTimeout() throws Exception {
+        ServerLimits base = limits(1 << 20, 32L << 20, 16, Duration.ofSeconds(5));
+        ServerLimits limits = new ServerLimits(base.maxBodyBytes(), base.maxBufferedBytes(), base.maxRows(),
+                base.maxElements(), base.maxInFlight(), 8, base.requestTimeout(), base.readTimeout(),
+                base.shutdownTimeout(), Duration.ofMillis(500), Duration.ofSeconds(5), 1);
+        InferenceServer server = start(slowZeros(0), limits);
+        List<Socket> silent = new ArrayList<>();
+        try {
+            for (int i = 0; i < 8; i++) {
+                silent.add(connect(server));
+            }
+            long start = System.nanoTime();
+            assertEquals(200, TestClient.inferOnNewConnection(server, one()).statusCode());
+            long millis = (System.nanoTime() - start) / 1_000_000;
+            assertTrue(millis < 3000, "waited " + millis + " ms for a connection");
+        } finally {
+            for (Socket socket : silent) {
+                socket.close();
+            }
+        }
+    }
+
+    @Test
     void aHeadTimeoutDoesNotCutOffALongComputation() throws Exception {
         ServerLimits limits = limits(1 << 20, 32L << 20, 16, Duration.ofSeconds(5))
                 .withTimeouts(Duration.ofMillis(300), Duration.ofSeconds(5));
