@@ -40,7 +40,7 @@ class KernelArgumentFaultTest {
 
     static Stream<BadArguments> badWritePatternArguments() {
         String unsupported = "kernel write_pattern, parameter 1: unsupported argument type java.lang.String; pass a"
-                + " DeviceBuffer, Integer, Float, Long, Double, Short, Byte or Boolean";
+                + " DeviceBuffer, Integer, Float, Long, Double, Short, Byte, Boolean or StructArgument";
         return Stream.of(
                 new BadArguments("too few arguments", out -> new Object[] {out, N, 1f},
                         "kernel write_pattern takes 4 parameters but 3 arguments were given"),
