@@ -127,10 +127,13 @@ __device__ __forceinline__ void stream_tiles(int tiles, int K, int R, Inputs inp
   arch::allow_dependent_launch();
   if (tile < tiles) load(held, tile, 0);
   advance();
-  if (next_tile < tiles) load(next, next_tile, next_round);
+  bool next_issued = next_tile < tiles;
+  if (next_issued) load(next, next_tile, next_round);
   arch::wait_for_prerequisite_grids();
   const Rows x = inputs();
   while (tile < tiles) {
+    if (!next_issued && next_tile < tiles) load(next, next_tile, next_round);
+    next_issued = false;
 #pragma unroll
     for (int u = 0; u < Unroll; ++u) {
       const int c = (round * Unroll + u) * warps + warp;
@@ -154,7 +157,6 @@ __device__ __forceinline__ void stream_tiles(int tiles, int K, int R, Inputs inp
     tile = next_tile;
     round = next_round;
     advance();
-    if (next_tile < tiles) load(next, next_tile, next_round);
   }
 }
 
